@@ -1,0 +1,6 @@
+"""``python -m sklearn_cispa``: the reproduction report."""
+
+from sklearn_cispa._report import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

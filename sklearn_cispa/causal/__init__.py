@@ -1,0 +1,3 @@
+"""Causal inference: augmentation-based IV regression and causal mixture discovery."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Certified robustness to training-data perturbations."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Conformal prediction robust to adversarial test-time perturbations."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Synthetic data generators used by the methods' papers, and small bundled data sets."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Neural-network training parts (losses, optimizers, sparse weights) and skorch estimators."""
+
+__all__ = []

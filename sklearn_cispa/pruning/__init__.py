@@ -1,0 +1,3 @@
+"""Pruning at initialisation and the analysis of pruning masks."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Interpretable rule-based models."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Uncertainty quantification with imprecise probabilities."""
+
+__all__ = []

@@ -1,0 +1,39 @@
+"""Shared helpers: validation, torch device and seeding, parallel loops, optional imports.
+
+Every estimator of the package uses these helpers instead of its own copy, so that a
+behaviour (how a seed is drawn, how a device is resolved, how a loop is parallelised)
+is defined in one place.
+"""
+
+from sklearn_cispa.utils._optional import is_available, optional_import
+from sklearn_cispa.utils._parallel import parallel_map, spawn_seeds
+from sklearn_cispa.utils._torch import (
+    resolve_device,
+    seed_from_random_state,
+    torch_generator,
+    torch_rng_context,
+)
+from sklearn_cispa.utils._validation import (
+    check_in_unit_interval,
+    check_min_samples,
+    check_probabilities,
+    check_random_generator,
+)
+from sklearn_cispa.utils.discovery import all_estimators, all_functions
+
+__all__ = [
+    "all_estimators",
+    "all_functions",
+    "check_in_unit_interval",
+    "check_min_samples",
+    "check_probabilities",
+    "check_random_generator",
+    "is_available",
+    "optional_import",
+    "parallel_map",
+    "resolve_device",
+    "seed_from_random_state",
+    "spawn_seeds",
+    "torch_generator",
+    "torch_rng_context",
+]

@@ -1,0 +1,123 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sklearn_cispa.utils import (
+    check_in_unit_interval,
+    check_min_samples,
+    check_probabilities,
+    check_random_generator,
+    optional_import,
+    parallel_map,
+    resolve_device,
+    seed_from_random_state,
+    spawn_seeds,
+    torch_generator,
+    torch_rng_context,
+)
+
+
+def _square_plus(x, seed):
+    rng = np.random.default_rng(seed)
+    return float(x * x + rng.normal())
+
+
+def test_parallel_map_matches_serial_and_keeps_order():
+    seeds = spawn_seeds(0, 8)
+    tasks = [(i, s) for i, s in enumerate(seeds)]
+    serial = [_square_plus(*t) for t in tasks]
+    assert parallel_map(_square_plus, tasks, n_jobs=1) == serial
+    assert parallel_map(_square_plus, tasks, n_jobs=2) == serial
+    assert parallel_map(_square_plus, tasks, n_jobs=2, prefer="threads") == serial
+
+
+def test_spawn_seeds_independent_of_count_prefix():
+    assert spawn_seeds(1, 3) == spawn_seeds(1, 5)[:3]
+    assert len(set(spawn_seeds(1, 100))) > 95
+
+
+def test_resolve_device():
+    import torch
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device(None) == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="Unknown device|Unsupported device"):
+        resolve_device("tpu-of-dreams")
+    with pytest.raises(TypeError):
+        resolve_device(3)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            resolve_device("cuda")
+
+
+def test_seeding_is_reproducible_and_leaves_global_rng_alone():
+    import torch
+
+    assert seed_from_random_state(5) == seed_from_random_state(5)
+    rs = np.random.RandomState(0)
+    assert seed_from_random_state(rs) != seed_from_random_state(rs)
+    state = torch.get_rng_state()
+    with torch_rng_context(11):
+        a = torch.rand(3)
+    assert torch.equal(state, torch.get_rng_state())
+    with torch_rng_context(11):
+        b = torch.rand(3)
+    assert torch.equal(a, b)
+    g1, g2 = torch_generator(4), torch_generator(4)
+    assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
+
+
+def test_check_random_generator():
+    gen = np.random.default_rng(0)
+    assert check_random_generator(gen) is gen
+    assert check_random_generator(3).integers(1000) == check_random_generator(3).integers(1000)
+
+
+@given(
+    st.integers(1, 5).flatmap(
+        lambda k: st.lists(
+            st.lists(st.floats(0.01, 1.0), min_size=k, max_size=k), min_size=1, max_size=4
+        )
+    )
+)
+def test_check_probabilities_accepts_normalised_and_never_mutates(rows):
+    arr = np.asarray(rows, dtype=float)
+    arr = arr / arr.sum(axis=1, keepdims=True)
+    before = arr.copy()
+    out = check_probabilities(arr)
+    np.testing.assert_array_equal(arr, before)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    assert out is not arr
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([[0.5, np.nan]], "NaN"),
+        ([[-0.5, 1.5]], r"\[0, 1\]"),
+        ([[0.3, 0.3]], "sum to 1"),
+    ],
+)
+def test_check_probabilities_rejects(bad, match):
+    with pytest.raises(ValueError, match=match):
+        check_probabilities(bad)
+    with pytest.raises(ValueError, match="3-d"):
+        check_probabilities([[0.5, 0.5]], ndim=3)
+
+
+def test_scalar_checks():
+    assert check_in_unit_interval(1.0, name="a", closed=(False, True)) == 1.0
+    with pytest.raises(ValueError, match="a must be in"):
+        check_in_unit_interval(0.0, name="a")
+    with pytest.raises(TypeError):
+        check_in_unit_interval("0.1", name="a")
+    with pytest.raises(ValueError, match="needs at least 4 samples, got 2"):
+        check_min_samples(2, 4, what="x")
+
+
+def test_optional_import_message():
+    with pytest.raises(ImportError, match="pip install definitely_missing_pkg_xyz"):
+        optional_import("definitely_missing_pkg_xyz", purpose="A test")
+    with pytest.raises(ImportError, match=r"sklearn-cispa\[bench\]"):
+        optional_import("lingam.surely_missing_submodule")
