@@ -31,6 +31,7 @@ TEST_PARAMS = {
     # -- causal: CausalMixtureDiscoverer, MixtureOfLinearRegressions (issue 4)
 
     # -- rules: NeurulesClassifier (issue 5)
+    "NeurulesClassifier": {"n_rules": 4, "max_epochs": 200, "random_state": 0},
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
 

@@ -1,3 +1,5 @@
 """Interpretable rule-based models."""
 
-__all__ = []
+from sklearn_cispa.rules._neurules import NeurulesClassifier, Rule
+
+__all__ = ["NeurulesClassifier", "Rule"]
