@@ -1,0 +1,173 @@
+"""NeurulesClassifier on breast cancer beside CART, imodels rule lists and RIPPER.
+
+All methods see the same folds: the first ``N_FOLDS`` of
+``KFold(5, shuffle=True, random_state=42)`` (spec 7.1; three folds keep the quick run
+under a minute; the 5-fold acceptance figure is a slow test in
+``tests/rules/test_neurules.py``). The folds are fitted once in ``setup_cache``; the
+``track_*`` benchmarks report the mean over folds of accuracy, list length (rules,
+default excluded) and conditions, and the fit time per fold. ``time_*`` benchmarks time
+a short NeuRules fit (per-epoch cost) and the prediction of the strict list. A peer that
+is not installed is skipped.
+"""
+
+import time
+
+import numpy as np
+
+from ._common import limit_torch_threads
+
+N_RULES = 10
+N_FOLDS = 3
+FOLD_SEED = 42
+METHODS = ["neurules", "cart", "greedy_rule_list", "ripper"]
+
+
+def _folds():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import KFold
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return X, y, list(KFold(5, shuffle=True, random_state=FOLD_SEED).split(X))[:N_FOLDS]
+
+
+def _fit_neurules(X, y):
+    from sklearn_cispa.rules import NeurulesClassifier
+
+    clf = NeurulesClassifier(n_rules=N_RULES, random_state=FOLD_SEED).fit(X, y)
+    return clf, clf.predict, clf.n_rules_, clf.n_conditions_
+
+
+def _fit_cart(X, y):
+    from sklearn.tree import DecisionTreeClassifier
+
+    clf = DecisionTreeClassifier(max_leaf_nodes=N_RULES, random_state=0).fit(X, y)
+    # a tree with L leaves reads as a rule list of L - 1 rules plus a default
+    n_leaves = clf.get_n_leaves()
+    return clf, clf.predict, n_leaves - 1, int(np.sum(clf.tree_.children_left >= 0))
+
+
+def _fit_greedy(X, y):
+    import imodels
+
+    clf = imodels.GreedyRuleListClassifier(max_depth=5).fit(X, y)
+
+    def predict(X_new):
+        return np.asarray(clf.predict(X_new)).astype(int)
+
+    n = max(len(clf.rules_) - 1, 0)  # the last entry is the default
+    return clf, predict, n, n
+
+
+def _fit_ripper(X, y):
+    import pandas as pd
+    import wittgenstein
+
+    names = [f"f{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    frame["y"] = y
+    clf = wittgenstein.RIPPER(random_state=0, max_rules=N_RULES)
+    clf.fit(frame, class_feat="y", pos_class=1)
+
+    def predict(X_new):
+        return np.asarray(clf.predict(pd.DataFrame(X_new, columns=names))).astype(int)
+
+    rules = clf.ruleset_.rules
+    return clf, predict, len(rules), int(sum(len(r.conds) for r in rules))
+
+
+_FITTERS = {
+    "neurules": (_fit_neurules, None),
+    "cart": (_fit_cart, None),
+    "greedy_rule_list": (_fit_greedy, "imodels"),
+    "ripper": (_fit_ripper, "wittgenstein"),
+}
+
+
+class BreastCancerFolds:
+    """Accuracy, size and fit time per fold on the same 5 folds for every method."""
+
+    params = METHODS
+    param_names = ["method"]
+    timeout = 300
+
+    def setup_cache(self):
+        import importlib
+        import warnings
+
+        from sklearn.metrics import accuracy_score
+
+        limit_torch_threads(1)
+        X, y, folds = _folds()
+        results = {}
+        for method, (fitter, module) in _FITTERS.items():
+            if module is not None:
+                try:
+                    importlib.import_module(module)
+                except ImportError:
+                    continue
+            rows = []
+            for train, test in folds:
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    _, predict, n_rules, n_conditions = fitter(X[train], y[train])
+                fit_s = time.perf_counter() - start
+                pred = predict(X[test])
+                rows.append(
+                    (
+                        accuracy_score(y[test], pred),
+                        n_rules,
+                        n_conditions,
+                        fit_s,
+                    )
+                )
+            results[method] = np.mean(np.array(rows, dtype=float), axis=0).tolist()
+        return results
+
+    def setup(self, results, method):
+        if method not in results:
+            raise NotImplementedError(f"peer for {method} is not installed")
+
+    def track_accuracy(self, results, method):
+        return results[method][0]
+
+    track_accuracy.unit = "accuracy"
+
+    def track_n_rules(self, results, method):
+        return results[method][1]
+
+    track_n_rules.unit = "rules"
+
+    def track_n_conditions(self, results, method):
+        return results[method][2]
+
+    track_n_conditions.unit = "conditions"
+
+    def track_fit_seconds_per_fold(self, results, method):
+        return results[method][3]
+
+    track_fit_seconds_per_fold.unit = "seconds"
+
+
+class NeurulesFit:
+    """Per-epoch training cost (50 full-batch epochs on 455 x 30) and prediction."""
+
+    def setup(self):
+        from sklearn_cispa.rules import NeurulesClassifier
+
+        limit_torch_threads(1)
+        X, y, folds = _folds()
+        train, test = folds[0]
+        self.X_train, self.y_train, self.X_test = X[train], y[train], X[test]
+        self.fitted = NeurulesClassifier(n_rules=N_RULES, max_epochs=50, random_state=0)
+        self.fitted.fit(self.X_train, self.y_train)
+
+    def time_fit_50_epochs(self):
+        from sklearn_cispa.rules import NeurulesClassifier
+
+        NeurulesClassifier(n_rules=N_RULES, max_epochs=50, random_state=0).fit(
+            self.X_train, self.y_train
+        )
+
+    def time_predict(self):
+        self.fitted.predict(self.X_test)
