@@ -219,7 +219,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         Mean training loss per epoch.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names seen during fit, when ``X`` has string column names.
 
     See Also
@@ -231,9 +231,11 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     Notes
     -----
     The model is the one of Xu et al. (2025) and its reference code; for data with N
-    rows, F features and R rules training costs O(E N F R) time. Columns are
-    standardised internally with the training mean and standard deviation; the
-    printed thresholds are mapped back to the caller's units.
+    rows, F features and R rules training costs O(E N F R) time and O(B F R) memory for
+    the activations of a batch of B rows (full batch by default: set ``batch_size`` on
+    large data). Prediction costs O(N * n_conditions_). Columns are standardised
+    internally with the training mean and standard deviation; the printed thresholds
+    are mapped back to the caller's units.
 
     Training runs a plain torch loop rather than a skorch net: the schedule (head frozen
     for the first half, temperatures annealed after every optimizer step, cut points

@@ -411,3 +411,21 @@ def test_bad_input():
         clf.predict(X[:, :2])
     with pytest.raises(ValueError, match="NaN"):
         clf.predict(X_nan)
+
+
+@pytest.mark.gpu
+def test_cuda_fit_matches_cpu_contract():
+    X, y = load_iris(return_X_y=True)
+    clf = NeurulesClassifier(n_rules=4, max_epochs=60, device="cuda", random_state=0).fit(X, y)
+    assert clf.n_rules_ <= 4 and thresholds_in_range(clf, X)
+    assert np.array_equal(reference_predict(clf.rules_, clf.default_class_, X), clf.predict(X))
+    again = NeurulesClassifier(n_rules=4, max_epochs=60, device="cuda", random_state=0).fit(X, y)
+    assert again.rules_ == clf.rules_
+
+
+def test_cuda_request_without_gpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(ValueError, match="CUDA"):
+        NeurulesClassifier(max_epochs=2, device="cuda").fit(X, y)
