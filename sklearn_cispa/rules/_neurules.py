@@ -255,7 +255,8 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     - prediction uses only the strict list; the relaxed model is noise-free outside
       training;
     - with mini-batches, the temperature decrement is sized by the real number of
-      steps in the second half of training;
+      steps in the second half of training; a batch skipped for a non-finite loss
+      still advances the schedule, so training always ends at the end temperatures;
     - no imputation or one-hot encoding inside the estimator: use a Pipeline
       (``SimpleImputer``, ``OneHotEncoder``); feature indices then refer to the
       encoded matrix.
