@@ -49,6 +49,8 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "within_subsection_order": "FileNameSortKey",
     "matplotlib_animations": False,
+    "doc_module": ("sklearn_cispa",),
+    "backreferences_dir": "generated/backreferences",
 }
 
 _FIELD_TITLES = {
@@ -90,3 +92,15 @@ def _write_api_reference():
 
 
 _write_api_reference()
+
+
+def _skip_member(app, what, name, obj, skip, options):
+    # scikit-learn generates set_{fit,score,...}_request on every estimator; their
+    # docstrings point into scikit-learn's own docs. They are documented there.
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return skip
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", _skip_member)

@@ -233,7 +233,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     The model is the one of Xu et al. (2025) and its reference code; for data with N
     rows, F features and R rules training costs O(E N F R) time and O(B F R) memory for
     the activations of a batch of B rows (full batch by default: set ``batch_size`` on
-    large data). Prediction costs O(N * n_conditions_). Columns are standardised
+    large data). Prediction costs ``O(N * n_conditions_)``. Columns are standardised
     internally with the training mean and standard deviation; the printed thresholds
     are mapped back to the caller's units.
 
