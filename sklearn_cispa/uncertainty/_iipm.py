@@ -276,8 +276,7 @@ def _check_events(events, n_classes):
                 mask[row, idx] = True
     if mask.ndim != 2 or mask.shape[1] != n_classes:
         raise ValueError(
-            f"events as a boolean mask must have shape (n_events, {n_classes}), got "
-            f"{mask.shape}."
+            f"events as a boolean mask must have shape (n_events, {n_classes}), got {mask.shape}."
         )
     if mask.shape[0] == 0:
         raise ValueError("events is empty: give at least one event.")

@@ -301,8 +301,9 @@ def test_choquet_matches_definition(P, seed):
     K = P.shape[-1]
     f = rng.choice([-2.0, -0.5, 0.0, 1.0, 3.0], size=K)  # ties on purpose
     for upper in (False, True):
-        assert_allclose(choquet_integral(f, P, upper=upper), _choquet_definition(f, P, upper),
-                        atol=1e-12)
+        assert_allclose(
+            choquet_integral(f, P, upper=upper), _choquet_definition(f, P, upper), atol=1e-12
+        )
     lower = choquet_integral(f, P)
     expectations = P @ f
     assert np.all(lower <= expectations.min(axis=1) + 1e-12)
