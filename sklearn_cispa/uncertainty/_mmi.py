@@ -95,7 +95,7 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         Class labels.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during ``fit``, when ``X`` has string column names.
 
     See Also
@@ -328,6 +328,25 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of :meth:`predict` on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test data.
+        y : array-like of shape (n_samples,)
+            True labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            Mean accuracy of ``self.predict(X)`` with respect to ``y``.
+        """
+        return super().score(X, y, sample_weight=sample_weight)
 
     def get_feature_names_out(self, input_features=None):
         """Name of the single output column of ``transform``.
