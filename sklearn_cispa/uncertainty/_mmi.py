@@ -76,9 +76,10 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         How MMI is computed (see :func:`maximum_mean_imprecision`): ``"exact"`` is the
         pairwise form, ``O(m**2 K)``; ``"linear"`` the MMI-Lin upper bound, ``O(m K)``;
         ``"bruteforce"`` the maximum over all events, for ``K <= 12`` only.
-    random_state : int, RandomState instance or None, default=None
+    random_state : int, RandomState instance, numpy Generator or None, default=None
         Seeds the members: one integer per member is drawn up front (so the result does
         not depend on ``n_jobs``) and used for its hyperparameter draw and its own seed.
+        Pass an int for reproducible fits.
     n_jobs : int, default=None
         Number of members fitted in parallel through joblib; None means 1 unless in a
         ``joblib.parallel_config`` context, -1 all processors.
@@ -149,7 +150,7 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         "estimator": [HasMethods(["fit", "predict_proba"]), list, None],
         "n_members": [Interval(numbers.Integral, 1, None, closed="left")],
         "method": [StrOptions(set(_METHODS))],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
         "n_jobs": [numbers.Integral, None],
     }
 
@@ -174,7 +175,10 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
                         "predict_proba methods."
                     )
             return [clone(est) for est in self.estimator], [{} for _ in self.estimator]
-        seeds = spawn_seeds(self.random_state, self.n_members)
+        random_state = self.random_state
+        if isinstance(random_state, np.random.Generator):
+            random_state = int(random_state.integers(np.iinfo(np.int32).max))
+        seeds = spawn_seeds(random_state, self.n_members)
         if self.estimator is None:
             params = [_draw_forest_params(s) for s in seeds]
             return [RandomForestClassifier(**p) for p in params], params

@@ -555,6 +555,9 @@ def test_default_ensemble_smoke_and_reproducible(iris):
     assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     c = MMIUncertainty(random_state=1).fit(X, y)
     assert a.member_params_ != c.member_params_
+    g1 = _light(random_state=np.random.default_rng(3)).fit(X, y)
+    g2 = _light(random_state=np.random.default_rng(3)).fit(X, y)
+    assert g1.member_params_ == g2.member_params_
 
 
 def test_cloned_members_get_distinct_seeds_and_n_jobs_does_not_matter(iris):
