@@ -703,3 +703,21 @@ def test_default_curve_rises_on_other_datasets():
     )
     _, curves = _selective_prediction(X, y, 0)
     assert curves["mmi"][2] > curves["random"][2] + 0.01
+
+
+@pytest.mark.slow
+def test_members_fit_on_dask_match_serial(iris):
+    distributed = pytest.importorskip("distributed")
+    from joblib import parallel_config
+
+    X, y = iris
+    serial = _light().fit(X, y).transform(X)
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    )
+    try:
+        with distributed.Client(cluster), parallel_config(backend="dask"):
+            on_dask = _light().fit(X, y).transform(X)
+    finally:
+        cluster.close()
+    assert_array_equal(on_dask, serial)
