@@ -231,9 +231,8 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
                 warnings.warn(
                     "All members of the ensemble predict identical probabilities on probe "
                     "points between training rows, so MMI is likely 0 everywhere. The "
-                    "estimator may be "
-                    "deterministic (its random_state unused); give a randomised estimator "
-                    "or a list of different estimators.",
+                    "estimator may be deterministic (its random_state unused); give a "
+                    "randomised estimator or a list of different estimators.",
                     UserWarning,
                     stacklevel=2,
                 )
