@@ -36,6 +36,21 @@ TEST_PARAMS = {
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
 
     # -- uncertainty: MMIUncertainty (issue 7)
+    # (imports inline so that this block is the only part of the file the method touches)
+    "MMIUncertainty": [
+        {
+            "estimator": __import__("sklearn.tree").tree.DecisionTreeClassifier(max_depth=3),
+            "n_members": 3,
+            "random_state": 0,
+        },
+        {
+            "estimator": [
+                __import__("sklearn.tree").tree.DecisionTreeClassifier(max_depth=2, random_state=0),
+                __import__("sklearn.naive_bayes").naive_bayes.GaussianNB(),
+            ],
+            "method": "linear",
+        },
+    ],
 
     # -- certification: MIBPCertifier (issue 8)
 

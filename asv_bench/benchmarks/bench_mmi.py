@@ -1,0 +1,104 @@
+"""MMIUncertainty (issue 7): time per 1000 credal sets against K, and AR-AUC on digits.
+
+The timing benchmarks score synthetic Dirichlet ensembles (1000 rows, 10 members), no
+model fitting. The exponential measures (brute-force MMI, generalized Hartley) run only
+at small K; exact MMI must stay tractable at K = 1000. The ``track_*`` benchmarks fit the
+default credal ensemble on digits once (``setup_cache``) and record the accuracy-
+rejection AUC of each measure; probly's generalized Hartley is tracked beside ours when
+probly is installed.
+"""
+
+import numpy as np
+
+from sklearn_cispa.uncertainty import (
+    entropy_difference,
+    generalized_hartley,
+    maximum_mean_imprecision,
+)
+
+from ._common import SEED, require
+
+N_ROWS = 1000
+N_MEMBERS = 10
+
+
+def _tensor(n_classes):
+    rng = np.random.default_rng(SEED)
+    return rng.dirichlet(np.ones(n_classes), size=(N_ROWS, N_MEMBERS))
+
+
+class MMIScaling:
+    params = ([10, 100, 1000], ["exact", "linear"])
+    param_names = ["n_classes", "method"]
+
+    def setup(self, n_classes, method):
+        self.probas = _tensor(n_classes)
+
+    def time_mmi_per_1000_rows(self, n_classes, method):
+        maximum_mean_imprecision(self.probas, method=method)
+
+
+class ExponentialMeasures:
+    params = [10]
+    param_names = ["n_classes"]
+
+    def setup(self, n_classes):
+        self.probas = _tensor(n_classes)
+
+    def time_mmi_bruteforce(self, n_classes):
+        maximum_mean_imprecision(self.probas, method="bruteforce")
+
+    def time_generalized_hartley(self, n_classes):
+        generalized_hartley(self.probas)
+
+    def time_entropy_difference(self, n_classes):
+        entropy_difference(self.probas)
+
+
+class ProblyGeneralizedHartley:
+    """Peer timing: probly's generalized Hartley on the same tensor (skipped without probly)."""
+
+    params = [5, 10]
+    param_names = ["n_classes"]
+
+    def setup(self, n_classes):
+        probly = require("probly")
+        self.func = _probly_gh(probly)
+        self.probas = _tensor(n_classes)
+
+    def time_probly_generalized_hartley(self, n_classes):
+        self.func(self.probas)
+
+
+def _probly_gh(probly):
+    """Locate probly's generalized Hartley function (its module moved between releases)."""
+    import importlib
+
+    for module in ("probly.quantification.classification", "probly.quantification"):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        for name in ("generalized_hartley", "generalised_hartley"):
+            if hasattr(mod, name):
+                return getattr(mod, name)
+    raise NotImplementedError(f"no generalized Hartley found in probly {probly.__version__}")
+
+
+class DigitsSelectivePrediction:
+    """Accuracy-rejection AUC (mean accuracy over rejection rates 0..0.99) on digits."""
+
+    params = ["MMI", "MMI-Lin", "GH", "E-Diff", "MI", "1 - max p", "random"]
+    param_names = ["measure"]
+    timeout = 300
+
+    def setup_cache(self):
+        from sklearn_cispa.uncertainty._exp_mmi import digits_selective_prediction
+
+        curves = digits_selective_prediction(SEED)
+        return {k: auc for k, (_, _, auc) in curves.items()}
+
+    def track_ar_auc(self, aucs, measure):
+        return aucs[measure]
+
+    track_ar_auc.unit = "AR-AUC"
