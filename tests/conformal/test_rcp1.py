@@ -844,3 +844,42 @@ def test_grid_search_over_sigma(digits):
     best = grid.best_estimator_.calibrate(X[rest[400:700]], y[rest[400:700]])
     sets = best.predict_set(X[rest[700:]])
     assert _coverage_sets(sets, best.classes_, y[rest[700:]]) > 0.85
+
+
+# --------------------------------------------------------------------------------------
+# cross-check with mapie (benchmark-only peer)
+# --------------------------------------------------------------------------------------
+class _ProbaPassthrough(ClassifierMixin, BaseEstimator):
+    """A 'model' whose input is already the probability array (for identical scores)."""
+
+    def fit(self, X, y):
+        self.classes_ = np.arange(X.shape[1])
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def predict_proba(self, X):
+        return np.asarray(X)
+
+    def predict(self, X):
+        return np.argmax(X, axis=1)
+
+
+@pytest.mark.parametrize("radius", [0.0, 0.12, 0.25])
+def test_mapie_lac_at_corrected_level_gives_same_sets(digits, digits_model, radius):
+    mapie_cls = pytest.importorskip("mapie.classification")
+    X, y, tr, rest = digits
+    cal, te = rest[:400], rest[400:]
+    counting = CountingClassifier(LogisticRegression(max_iter=300)).fit(X[tr], y[tr])
+    counting.estimator_ = digits_model
+    rcp = RCP1Conformal(counting, radius=radius, prefit=True, random_state=2).fit(X[tr], y[tr])
+    sets = rcp.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X[te])
+    P_cal = digits_model.predict_proba(counting.calls_[0][1])
+    P_te = digits_model.predict_proba(counting.calls_[1][1])
+    mapie = mapie_cls.SplitConformalClassifier(
+        _ProbaPassthrough().fit(P_cal, y[cal]),
+        confidence_level=1 - rcp.alpha_corrected_,
+        conformity_score="lac",
+        prefit=True,
+    )
+    mapie.conformalize(P_cal, y[cal])
+    np.testing.assert_array_equal(mapie.predict_set(P_te)[1][:, :, 0], sets)
