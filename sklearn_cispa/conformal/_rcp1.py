@@ -450,7 +450,7 @@ class RCP1Conformal(_BaseNoisyConformal):
         Class labels, the column order of :meth:`predict_set` (classifiers only).
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen in ``fit``, when ``X`` has string column names.
     alpha_corrected_ : float
         The level alpha' the conformal step ran at (set by :meth:`calibrate`).

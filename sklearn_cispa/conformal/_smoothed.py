@@ -105,7 +105,7 @@ class SmoothedConformal(_BaseNoisyConformal):
         Class labels, the column order of :meth:`predict_set` (classifiers only).
     n_features_in_ : int
         Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen in ``fit``, when ``X`` has string column names.
     quantile_ : float
         The threshold tau: for ``"bincp"`` a conformity threshold (regression: the
