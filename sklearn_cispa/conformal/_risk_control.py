@@ -43,7 +43,9 @@ def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0):
     -------
     lambda_hat : float
         The selected parameter. When no grid value qualifies, the largest one is
-        returned with a ``UserWarning`` (the guarantee then needs its loss to be 0).
+        returned with a ``UserWarning``; as in conformal risk control, the guarantee
+        then needs the loss at the largest lambda to be at most alpha' for every input
+        (for example 0, the full set).
 
     See Also
     --------
@@ -65,14 +67,16 @@ def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0):
     miscoverage loss (``B = 1``) it equals the level of :class:`RCP1Conformal`.
 
     What was verified against the paper. The paper's abstract (arXiv 2506.16553,
-    OpenReview h5NsMrUK4g) announces "smoothing-based robust conformal risk control";
-    the paper's CRC section itself was not available in the sources searched, and the
-    reference code (soroushzargar/RCP1) has no risk-control code. The closed form of the
-    certificate (``Phi(Phi^-1(p) + r / sigma)`` for the upper bound) was checked against
-    ``bin_cp/methods/rcp_one.py`` (``compute_threat_p``, ``type="upper"``) and the CRC
-    rule against Angelopoulos et al. (ICLR 2024, Theorem 1: ``(n / (n + 1)) R_n(lambda) +
-    B / (n + 1) <= alpha``). The correction is therefore derived here (as above), not
-    copied from the paper's statement.
+    OpenReview h5NsMrUK4g) announces "smoothing-based robust conformal risk control",
+    but the paper's risk-control section itself was not reachable in the sources
+    searched, and the reference code (soroushzargar/RCP1) has no risk-control code. The
+    closed form of the smoothing bound (``Phi(Phi^-1(p) + r / sigma)`` as the upper
+    bound) was checked against ``bin_cp/methods/rcp_one.py`` (``compute_threat_p``,
+    ``type="upper"``); the selection rule is the standard one of Angelopoulos et al.
+    for losses non-increasing in lambda. The correction is derived here (as above) and
+    checked numerically (the miscoverage loss reproduces the RCP1 threshold exactly; an
+    attacked multilabel FNR stays below alpha in the tests), not copied from the
+    paper's statement.
 
     References
     ----------
@@ -126,7 +130,7 @@ def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0):
             f"robust_risk_control: no lambda in the grid reaches the corrected level "
             f"{level:.4g} with n={n} calibration points (need B/(n+1) <= alpha', i.e. "
             f"n >= {int(np.ceil(B / level)) - 1}); returning the largest lambda, whose loss "
-            "must be 0 for the guarantee to hold.",
+            "must be <= alpha' for every input (e.g. 0) for the guarantee to hold.",
             UserWarning,
             stacklevel=2,
         )
