@@ -278,11 +278,22 @@ class _BaseNoisyConformal(MetaEstimatorMixin, BaseEstimator):
                 "calibrate(X_cal, y_cal) before predict_set / predict_interval."
             )
 
+    def _model_input(self, Z, fitting=False):
+        """Hand the model a DataFrame with the fit-time column names, if it uses them."""
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            return Z
+        if not fitting and not hasattr(self.estimator_, "feature_names_in_"):
+            return Z
+        import pandas as pd
+
+        return pd.DataFrame(Z, columns=names)
+
     def _proba(self, Z):
-        return np.asarray(self.estimator_.predict_proba(Z), dtype=np.float64)
+        return np.asarray(self.estimator_.predict_proba(self._model_input(Z)), dtype=np.float64)
 
     def _regress(self, Z):
-        pred = np.asarray(self.estimator_.predict(Z), dtype=np.float64)
+        pred = np.asarray(self.estimator_.predict(self._model_input(Z)), dtype=np.float64)
         if pred.ndim == 2 and pred.shape[1] == 1:
             pred = pred[:, 0]
         if pred.ndim != 1:
@@ -347,6 +358,7 @@ class _BaseNoisyConformal(MetaEstimatorMixin, BaseEstimator):
                     [X + self._noise(rng, X.shape, X.dtype) for _ in range(reps)], axis=0
                 )
                 y_aug = np.concatenate([y] * reps, axis=0)
+            X_aug = self._model_input(X_aug, fitting=True)
             self.estimator_ = clone(self.estimator).fit(X_aug, y_aug)
         if is_clf:
             self.classes_ = np.asarray(self.estimator_.classes_)
@@ -394,7 +406,7 @@ class _BaseNoisyConformal(MetaEstimatorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=_FLOATS)
-        return self.estimator_.predict(X)
+        return self.estimator_.predict(self._model_input(X))
 
     def _prediction_rng(self):
         return np.random.default_rng(self._predict_seedseq.spawn(1)[0])

@@ -883,3 +883,31 @@ def test_mapie_lac_at_corrected_level_gives_same_sets(digits, digits_model, radi
     )
     mapie.conformalize(P_cal, y[cal])
     np.testing.assert_array_equal(mapie.predict_set(P_te)[1][:, :, 0], sets)
+
+
+def test_dataframe_column_names_reach_the_model(digits):
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+
+    X, y, tr, rest = digits
+    cols = [f"px{i}" for i in range(64)]
+    df = pd.DataFrame(X, columns=cols)
+    pipe = make_pipeline(
+        make_column_transformer((StandardScaler(), cols[:32]), remainder="passthrough"),
+        LogisticRegression(max_iter=300),
+    )
+    rcp = RCP1Conformal(pipe, noise_augmentation=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no feature-name warnings
+        rcp.fit(df.iloc[tr], y[tr]).calibrate(df.iloc[rest[:300]], y[rest[:300]])
+        sets = rcp.predict_set(df.iloc[rest[300:]])
+        rcp.predict(df.iloc[rest[:5]])
+    assert list(rcp.feature_names_in_) == cols
+    assert _coverage_sets(sets, rcp.classes_, y[rest[300:]]) > 0.8
+    # a prefit model fitted on numpy gets numpy
+    plain = LogisticRegression(max_iter=300).fit(X[tr], y[tr])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RCP1Conformal(plain, prefit=True).fit(df.iloc[tr], y[tr]).calibrate(
+            df.iloc[rest[:300]], y[rest[:300]]
+        ).predict_set(df.iloc[rest[300:]])
