@@ -502,6 +502,11 @@ class RCP1Conformal(_BaseNoisyConformal):
     class) so sets stay nested. Noise and radius live in the space of ``X`` as given
     to the wrapper. Regression follows the paper's description (no reference code).
 
+    The wrapped estimator receives 1-d targets; skorch regressors, whose default loss
+    expects targets of shape (n, 1), need a module whose output is flattened. A
+    DataFrame's column names are passed on to the wrapped model (noise is added to the
+    numeric values).
+
     References
     ----------
     .. [1] S. H. Zargarbashi, M. S. Akhondzadeh, A. Bojchevski. "One Sample is Enough
