@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa.utils import parallel_map, spawn_seeds
 
 ALPHA, SIGMA, RADIUS = 0.1, 0.25, 0.12
 
@@ -19,6 +20,30 @@ def _vanilla_sets(model, X_cal, y_cal, X_test, alpha):
     return model.predict_proba(X_test) >= q
 
 
+def _one_split(model, X, y, tr, rest, split_key, seed):
+    """Attacked coverage and set size of vanilla CP, RCP1 and BinCP on one split."""
+    from sklearn_cispa.conformal import RCP1Conformal, SmoothedConformal, eot_pgd_l2_attack
+
+    p = np.random.default_rng(split_key).permutation(rest)
+    cal, te = p[:400], p[400:]
+    X_adv = eot_pgd_l2_attack(model, X[te], y[te], radius=RADIUS, sigma=SIGMA, random_state=seed)
+    X_adv0 = eot_pgd_l2_attack(model, X[te], y[te], radius=RADIUS, sigma=0.0)
+    sets = {"vanilla": _vanilla_sets(model, X[cal], y[cal], X_adv0, ALPHA)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        rcp = RCP1Conformal(model, radius=RADIUS, prefit=True, random_state=seed + 1)
+        sets["rcp1"] = rcp.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
+        bin_ = SmoothedConformal(
+            model, n_samples=100, radius=RADIUS, prefit=True, random_state=seed + 2
+        )
+        sets["bincp"] = bin_.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
+    rows = np.arange(len(te))
+    return {
+        name: {"cov": float(s[rows, y[te]].mean()), "size": float(s.sum(axis=1).mean())}
+        for name, s in sets.items()
+    }
+
+
 @register_experiment(
     "rcp1",
     title="RCP1Conformal",
@@ -28,7 +53,7 @@ def run(*, quick, out_dir, random_state):
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
 
-    from sklearn_cispa.conformal import RCP1Conformal, SmoothedConformal, eot_pgd_l2_attack
+    from sklearn_cispa.conformal import RCP1Conformal
 
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
@@ -43,28 +68,10 @@ def run(*, quick, out_dir, random_state):
         random_state=random_state,
     ).fit(X[tr], y[tr])
     model = base.estimator_
-    res = {m: {"cov": [], "size": []} for m in ("vanilla", "rcp1", "bincp")}
-    for split in range(n_splits):
-        p = np.random.default_rng([random_state, split]).permutation(rest)
-        cal, te = p[:400], p[400:]
-        seed = int(rng.integers(2**31 - 1))
-        X_adv = eot_pgd_l2_attack(
-            model, X[te], y[te], radius=RADIUS, sigma=SIGMA, random_state=seed
-        )
-        X_adv0 = eot_pgd_l2_attack(model, X[te], y[te], radius=RADIUS, sigma=0.0)
-        rows = np.arange(len(te))
-        sets = {"vanilla": _vanilla_sets(model, X[cal], y[cal], X_adv0, ALPHA)}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            rcp = RCP1Conformal(model, radius=RADIUS, prefit=True, random_state=seed + 1)
-            sets["rcp1"] = rcp.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
-            bin_ = SmoothedConformal(
-                model, n_samples=100, radius=RADIUS, prefit=True, random_state=seed + 2
-            )
-            sets["bincp"] = bin_.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
-        for name, s in sets.items():
-            res[name]["cov"].append(s[rows, y[te]].mean())
-            res[name]["size"].append(s.sum(axis=1).mean())
+    seeds = spawn_seeds(random_state, n_splits)
+    tasks = [(model, X, y, tr, rest, [random_state, i], seed) for i, seed in enumerate(seeds)]
+    rows = parallel_map(_one_split, tasks)
+    res = {m: {k: [r[m][k] for r in rows] for k in ("cov", "size")} for m in rows[0]}
     mean = {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in res.items()}
     figures = ()
     plt = get_pyplot()
