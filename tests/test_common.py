@@ -34,6 +34,26 @@ TEST_PARAMS = {
     "NeurulesClassifier": {"n_rules": 4, "max_epochs": 200, "random_state": 0},
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
+    # (inline import: this block is the only part of the file the method may touch)
+    "RCP1Conformal": [
+        {
+            "estimator": __import__("sklearn.linear_model", fromlist=["_"]).LogisticRegression(
+                max_iter=200
+            ),
+            "noise_augmentation": 2,
+        },
+        {
+            "estimator": __import__("sklearn.linear_model", fromlist=["_"]).Ridge(),
+            "noise_augmentation": 2,
+        },
+    ],
+    "SmoothedConformal": {
+        "estimator": __import__("sklearn.linear_model", fromlist=["_"]).LogisticRegression(
+            max_iter=200
+        ),
+        "n_samples": 4,
+        "noise_augmentation": 2,
+    },
 
     # -- uncertainty: MMIUncertainty (issue 7)
     # (imports inline so that this block is the only part of the file the method touches)
@@ -69,6 +89,46 @@ EXPECTED_FAILED_CHECKS = {
     # -- rules: NeurulesClassifier (issue 5)
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
+    "RCP1Conformal": {
+        "check_fit_score_takes_y": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_n_features_in_after_fitting": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_pipeline_consistency": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_regressors_train": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_regressors_train(readonly_memmap=True)": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_regressors_train(readonly_memmap=True,X_dtype=float32)": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+    },
+    "SmoothedConformal": {
+        "check_fit_score_takes_y": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_n_features_in_after_fitting": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+        "check_pipeline_consistency": (
+            "the fixed API's `score` hyperparameter (conformity score) shadows the "
+            "`score` method the check calls"
+        ),
+    },
 
     # -- uncertainty: MMIUncertainty (issue 7)
 
