@@ -15,6 +15,9 @@ def _boom(*, quick, out_dir, random_state):
 
 @pytest.fixture
 def registry(monkeypatch):
+    # import the real experiment modules first, so that they do not register into the
+    # empty registry of this test when main() discovers them
+    _report.discover_experiments()
     monkeypatch.setattr(_report, "_REGISTRY", {})
     register_experiment("ok", title="OkMethod", description="fine")(_ok)
     return _report._REGISTRY
