@@ -175,8 +175,7 @@ class NullSpaceTranslation(_BaseAugmentation):
             )
         if directions.shape[1] != X.shape[1]:
             raise ValueError(
-                f"directions has {directions.shape[1]} columns but X has {X.shape[1]} "
-                "features."
+                f"directions has {directions.shape[1]} columns but X has {X.shape[1]} features."
             )
         if not np.all(np.isfinite(directions)):
             raise ValueError("directions contains NaN or infinite values.")

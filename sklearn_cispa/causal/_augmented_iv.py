@@ -354,9 +354,7 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
 
     def _select_split(self, X, y, Xa, Ya, G, row_id, held_out, alphas, score):
         train_rows = ~held_out[row_id]
-        problem = _ReducedProblem(
-            Xa[train_rows], Ya[train_rows], G[train_rows], self.fit_intercept
-        )
+        problem = _ReducedProblem(Xa[train_rows], Ya[train_rows], G[train_rows], self.fit_intercept)
         scores = np.empty(alphas.size)
         Xv, yv = X[held_out], y[held_out]
         for i, a in enumerate(alphas):
@@ -416,8 +414,9 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
             if mode == "confounder_correction":
                 problem = _ReducedProblem(Xa, Ya, G, self.fit_intercept)
                 target, _, _ = _confounder_correction_target(problem)
-                scores = np.array([-((np.linalg.norm(problem.solve(a)) - target) ** 2)
-                                   for a in alphas])
+                scores = np.array(
+                    [-((np.linalg.norm(problem.solve(a)) - target) ** 2) for a in alphas]
+                )
             else:
                 score = _r2 if mode == "cv" else _neg_mse
                 scores = self._select_split(X, y, Xa, Ya, G, row_id, held_out, alphas, score)
