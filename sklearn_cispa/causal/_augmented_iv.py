@@ -44,21 +44,25 @@ class _ReducedProblem:
             self.x_mean = np.zeros(Xa.shape[1])
             self.y_mean = 0.0
         n_rows, n_features = Xa.shape
+        # column means of the Xa that enters the QR (zero when centred), for its covariance
+        self.qr_mean = np.zeros(n_features) if fit_intercept else Xa.mean(axis=0)
         self.n_rows = n_rows
         self.n_features = n_features
 
-        # orthonormal basis of col(G)
+        # orthonormal basis Q = Qg U_r of col(G); Q itself is never formed
         if G.shape[1]:
             Qg, Rg = linalg.qr(G, mode="economic", check_finite=False)
             U, s, _ = linalg.svd(Rg, check_finite=False)
             tol = max(G.shape) * _EPS * (s[0] if s.size else 0.0)
-            rank = int(np.sum(s > tol))
-            Q = Qg @ U[:, :rank]
+            Ur = U[:, : int(np.sum(s > tol))]
+            self.QtX = Ur.T @ (Qg.T @ Xa)
+            self.QtY = Ur.T @ (Qg.T @ Ya)
+            del Qg
         else:
-            Q = np.zeros((n_rows, 0))
-        self.rank_G = Q.shape[1]
-        self.QtX = Q.T @ Xa
-        self.QtY = Q.T @ Ya
+            Ur = np.zeros((0, 0))
+            self.QtX = np.zeros((0, n_features))
+            self.QtY = np.zeros(0)
+        self.rank_G = Ur.shape[1]
 
         # thin QR of Xa for the ERM risk
         Qx, Rx = linalg.qr(Xa, mode="economic", check_finite=False)
@@ -124,9 +128,9 @@ def _confounder_correction_target(problem):
     norm = float(np.linalg.norm(h_erm))
     if norm == 0.0 or problem.Rx.shape[0] < 2:
         return 0.0, 0.0, 0.0
-    # sample covariance of the augmented X: Rx^T Rx / (N - 1) (X is centred if fit_intercept)
-    n_rows = problem.n_rows
-    sigma = problem.Rx.T @ problem.Rx / max(n_rows - 1, 1)
+    # sample covariance of the augmented X from Rx^T Rx = Xa^T Xa
+    n_rows, m = problem.n_rows, problem.qr_mean
+    sigma = (problem.Rx.T @ problem.Rx - n_rows * np.outer(m, m)) / max(n_rows - 1, 1)
     ev, U = linalg.eigh(sigma, check_finite=False)
     if ev.min() <= max(ev.max(), 0.0) * d * _EPS:
         raise ValueError(
