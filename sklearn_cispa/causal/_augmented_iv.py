@@ -23,51 +23,53 @@ _EPS = np.finfo(np.float64).eps
 class _ReducedProblem:
     """Sufficient statistics of one (Xa, Ya, G) triple for every alpha.
 
-    With ``Q`` an orthonormal basis of col(G) (QR of G, rank from the SVD of its R factor)
-    and ``Xa = Qx Rx`` a thin QR,
+    One Householder QR (R factor only) of ``M = [G | Xa | Ya]`` gives everything: with
+    ``M = Q R`` and ``R = [R_G | R_X | r_y]``, ``G = Q R_G``, so an orthonormal basis of
+    col(G) is ``Q U_r`` with ``U_r`` the left singular vectors of ``R_G`` above the rank
+    tolerance ``max(N, p) * eps * s_max``. Then
 
-    - IV risk: ``||P (Ya - Xa h)||^2 = ||Q^T Ya - Q^T Xa h||^2``;
-    - ERM risk: ``||Ya - Xa h||^2 = ||Qx^T Ya - Rx h||^2 + const``.
+    - IV risk: ``||P (Ya - Xa h)||^2 = ||U_r^T r_y - U_r^T R_X h||^2``;
+    - ERM risk: ``||Ya - Xa h||^2 = ||r_y - R_X h||^2``.
 
-    Every estimator of the family then works on arrays with ``rank(G) + n_features`` rows,
-    so each extra alpha costs O(d^3) instead of O(N d^2).
+    Every estimator of the family then works on arrays with at most ``p + d + 1`` rows:
+    the fit is one O(N (p + d)^2) factorisation, and each extra alpha costs O((p + d) d^2).
+    No N x N matrix, and no N-row orthogonal factor, is ever formed.
     """
 
     def __init__(self, Xa, Ya, G, fit_intercept):
-        if fit_intercept:
-            self.x_mean = Xa.mean(axis=0)
-            self.y_mean = float(Ya.mean())
-            Xa = Xa - self.x_mean
-            Ya = Ya - self.y_mean
-            G = G - G.mean(axis=0) if G.shape[1] else G
-        else:
-            self.x_mean = np.zeros(Xa.shape[1])
-            self.y_mean = 0.0
         n_rows, n_features = Xa.shape
+        p = G.shape[1]
+        self.n_rows, self.n_features = n_rows, n_features
+        # the stacked matrix, built in Fortran order so that LAPACK can overwrite it
+        M = np.empty((n_rows, p + n_features + 1), order="F")
+        M[:, :p] = G
+        M[:, p : p + n_features] = Xa
+        M[:, -1] = Ya
+        if fit_intercept:
+            means = M.mean(axis=0)
+            M -= means
+            self.x_mean = means[p : p + n_features]
+            self.y_mean = float(means[-1])
+        else:
+            self.x_mean = np.zeros(n_features)
+            self.y_mean = 0.0
         # column means of the Xa that enters the QR (zero when centred), for its covariance
         self.qr_mean = np.zeros(n_features) if fit_intercept else Xa.mean(axis=0)
-        self.n_rows = n_rows
-        self.n_features = n_features
+        # "raw" mode factorises in place and returns the reduced (min(N, k) x k) R
+        _, R = linalg.qr(M, mode="raw", overwrite_a=True, check_finite=False)
+        del M
+        R_G, self.Rx, self.QxtY = R[:, :p], R[:, p : p + n_features], R[:, -1]
 
-        # orthonormal basis Q = Qg U_r of col(G); Q itself is never formed
-        if G.shape[1]:
-            Qg, Rg = linalg.qr(G, mode="economic", check_finite=False)
-            U, s, _ = linalg.svd(Rg, check_finite=False)
-            tol = max(G.shape) * _EPS * (s[0] if s.size else 0.0)
+        # orthonormal basis of col(G) inside the span of Q
+        if p and R.shape[0]:
+            U, s, _ = linalg.svd(R_G, check_finite=False)
+            tol = max(n_rows, p) * _EPS * s[0]
             Ur = U[:, : int(np.sum(s > tol))]
-            self.QtX = Ur.T @ (Qg.T @ Xa)
-            self.QtY = Ur.T @ (Qg.T @ Ya)
-            del Qg
         else:
-            Ur = np.zeros((0, 0))
-            self.QtX = np.zeros((0, n_features))
-            self.QtY = np.zeros(0)
+            Ur = np.zeros((R.shape[0], 0))
         self.rank_G = Ur.shape[1]
-
-        # thin QR of Xa for the ERM risk
-        Qx, Rx = linalg.qr(Xa, mode="economic", check_finite=False)
-        self.Rx = Rx
-        self.QxtY = Qx.T @ Ya
+        self.QtX = Ur.T @ self.Rx
+        self.QtY = Ur.T @ self.QxtY
 
     def intercept(self, coef):
         return self.y_mean - float(self.x_mean @ coef)
