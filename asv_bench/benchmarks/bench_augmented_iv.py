@@ -4,18 +4,31 @@ Data: the paper's linear simulation (``make_confounded_linear``, d = 32, confoun
 gamma 1) with its oracle null-space translation, drawn once per ``setup`` with a fixed
 seed; every method gets exactly the same augmented ``(Xa, G)`` through a callable.
 
-- ``SideBySide``: fit time and nCER of ERM, DA+ERM (``LinearRegression``), DA+IVL
-  (fixed alpha, ``alpha=0`` and ``alpha="cv"``) and ivmodels' k-class at n = 2048 and
-  20000. 2SLS (linearmodels ``IV2SLS``) needs at least as many instruments as
-  regressors, which an outcome-invariant augmentation of this simulation cannot give
-  (G has d - 1 columns), so it runs on Gaussian jitter composed with the translation
-  (p = 2d - 1), next to DA+IVL-CV on the same composed data.
-- ``Scaling``: fit time and peak memory in n up to 10^6 rows (d = 8), next to
-  ``LinearRegression`` on the same augmented data. The closed form works on a QR of G
-  and of the augmented X, so it is O(n).
+- ``FitTime``: fit time of DA+IVL (fixed alpha and ``alpha="cv"``) beside
+  ``LinearRegression`` on the same augmented data, n = 2048 and 20000.
+- ``Quality``: nCER of ERM, DA+ERM, DA+IVL (``alpha=0`` and ``"cv"``) and 2SLS at the
+  paper's n = 2048. 2SLS (linearmodels ``IV2SLS``) needs at least as many instruments
+  as regressors, which an outcome-invariant augmentation of this simulation cannot
+  give (G has d - 1 columns), so it runs on Gaussian jitter composed with the
+  translation (p = 2d - 1, "composed"), next to DA+IVL-CV on the same composed data.
+  The jitter is not outcome invariant, and G's jitter block drives 2SLS towards h = 0.
+- ``Scaling`` / ``PeakMemory``: fit time in n up to 10^6 rows (d = 8) and the peak
+  memory at 10^6. The closed form works on one QR of ``[G | X_aug | y]``: O(n).
+
+ASV starts a fresh interpreter for every parameter combination (about 1.5 s of imports
+each), so the grids are kept small for the quick run. The k-class oracle (ivmodels) is
+checked for equality in the tests rather than timed here.
 """
 
 import numpy as np
+from sklearn.linear_model import LinearRegression
+
+from sklearn_cispa.causal import (
+    AugmentedIVRegressor,
+    ComposeAugmentations,
+    GaussianNoiseAugmentation,
+)
+from sklearn_cispa.datasets import make_confounded_linear
 
 from ._common import SEED, require
 
@@ -36,9 +49,6 @@ class _Fixed:
 
 
 def _data(n, d, composed=False):
-    from sklearn_cispa.causal import ComposeAugmentations, GaussianNoiseAugmentation
-    from sklearn_cispa.datasets import make_confounded_linear
-
     X, y, f, aug = make_confounded_linear(n, d, 1.0, random_state=SEED)
     if composed:
         aug = ComposeAugmentations([GaussianNoiseAugmentation(0.1), aug])
@@ -46,117 +56,87 @@ def _data(n, d, composed=False):
     return X, y, f, Xa, G
 
 
-class SideBySide:
-    params = [2048, 20000]
-    param_names = ["n_samples"]
+def _fit(method, X, y, Xa, G):
+    """Coefficients of one method on pre-drawn data (peers through ``require``)."""
+    if method == "ERM":
+        return LinearRegression().fit(X, y).coef_
+    if method in ("DA+ERM", "LinearRegression (DA+ERM)"):
+        return LinearRegression().fit(Xa, y).coef_
+    if method == "2SLS linearmodels (composed)":
+        lm = require("linearmodels.iv")
+        return np.asarray(lm.IV2SLS(y, None, Xa, G).fit(cov_type="unadjusted").params)
+    alpha = {"DA+IVL alpha=0.1": 0.1, "DA+IVL alpha=0": 0.0}.get(method, "cv")
+    est = AugmentedIVRegressor(_Fixed(Xa, G), alpha=alpha, random_state=SEED)
+    return est.fit(X, y).coef_
+
+
+class FitTime:
+    """Fit time beside LinearRegression on the same augmented data (d = 32)."""
+
+    params = [[2048, 20000], ["DA+IVL alpha=0.1", "DA+IVL-CV", "LinearRegression (DA+ERM)"]]
+    param_names = ["n_samples", "method"]
     timeout = 120
 
-    def setup(self, n):
-        from sklearn.linear_model import LinearRegression
+    def setup(self, n, method):
+        self.data = _data(n, 32)
 
-        from sklearn_cispa.causal import AugmentedIVRegressor
-
-        self.LinearRegression = LinearRegression
-        self.Est = AugmentedIVRegressor
-        self.X, self.y, self.f, self.Xa, self.G = _data(n, 32)
-        self.aug = _Fixed(self.Xa, self.G)
-
-    def _ivl(self, alpha):
-        return self.Est(self.aug, alpha=alpha, random_state=SEED).fit(self.X, self.y)
-
-    # -- fit time -------------------------------------------------------------------
-    def time_fit_ivl_alpha_0_1(self, n):
-        self._ivl(0.1)
-
-    def time_fit_ivl_cv(self, n):
-        self._ivl("cv")
-
-    def time_fit_linear_regression_da_erm(self, n):
-        self.LinearRegression().fit(self.Xa, self.y)
-
-    def time_fit_ivmodels_kclass(self, n):
-        ivmodels = require("ivmodels")
-        ivmodels.KClass(kappa=1 / 1.1).fit(self.Xa, self.y, Z=self.G)
-
-    # -- quality (nCER, lower is better; 0.5 is the trivial h = 0) -------------------
-    def track_ncer_erm(self, n):
-        return _ncer(self.LinearRegression().fit(self.X, self.y).coef_, self.f)
-
-    def track_ncer_da_erm(self, n):
-        return _ncer(self.LinearRegression().fit(self.Xa, self.y).coef_, self.f)
-
-    def track_ncer_ivl_cv(self, n):
-        return _ncer(self._ivl("cv").coef_, self.f)
-
-    def track_ncer_ivl_alpha_0(self, n):
-        return _ncer(self._ivl(0.0).coef_, self.f)
-
-    def track_ncer_ivmodels_kclass_alpha_0_1(self, n):
-        ivmodels = require("ivmodels")
-        return _ncer(ivmodels.KClass(kappa=1 / 1.1).fit(self.Xa, self.y, Z=self.G).coef_, self.f)
-
-    for _name in (
-        "track_ncer_erm",
-        "track_ncer_da_erm",
-        "track_ncer_ivl_cv",
-        "track_ncer_ivl_alpha_0",
-        "track_ncer_ivmodels_kclass_alpha_0_1",
-    ):
-        locals()[_name].unit = "nCER"
-    del _name
+    def time_fit(self, n, method):
+        X, y, _, Xa, G = self.data
+        _fit(method, X, y, Xa, G)
 
 
-class SideBySideComposed:
-    """2SLS needs p >= d: Gaussian jitter then the translation (p = 2d - 1)."""
+class Quality:
+    """nCER of each method on the same seeded data (n = 2048, d = 32).
 
-    params = [2048, 20000]
-    param_names = ["n_samples"]
+    nCER = ||h - f||^2 / (||h - f||^2 + ||f||^2); lower is better, 0.5 is h = 0.
+    """
+
+    params = [
+        [
+            "ERM",
+            "DA+ERM",
+            "DA+IVL alpha=0",
+            "DA+IVL-CV",
+            "DA+IVL-CV (composed)",
+            "2SLS linearmodels (composed)",
+        ]
+    ]
+    param_names = ["method"]
     timeout = 120
 
-    def setup(self, n):
-        from sklearn_cispa.causal import AugmentedIVRegressor
+    def setup(self, method):
+        if method == "2SLS linearmodels (composed)":
+            require("linearmodels.iv")
+        self.data = _data(2048, 32, composed="composed" in method)
 
-        self.Est = AugmentedIVRegressor
-        self.X, self.y, self.f, self.Xa, self.G = _data(n, 32, composed=True)
+    def track_ncer(self, method):
+        X, y, f, Xa, G = self.data
+        return _ncer(_fit(method, X, y, Xa, G), f)
 
-    def time_fit_linearmodels_iv2sls(self, n):
-        lm = require("linearmodels.iv")
-        lm.IV2SLS(self.y, None, self.Xa, self.G).fit(cov_type="unadjusted")
-
-    def track_ncer_linearmodels_iv2sls(self, n):
-        lm = require("linearmodels.iv")
-        res = lm.IV2SLS(self.y, None, self.Xa, self.G).fit(cov_type="unadjusted")
-        return _ncer(np.asarray(res.params), self.f)
-
-    track_ncer_linearmodels_iv2sls.unit = "nCER"
-
-    def track_ncer_ivl_cv(self, n):
-        est = self.Est(_Fixed(self.Xa, self.G), alpha="cv", random_state=SEED)
-        return _ncer(est.fit(self.X, self.y).coef_, self.f)
-
-    track_ncer_ivl_cv.unit = "nCER"
+    track_ncer.unit = "nCER"
 
 
 class Scaling:
+    """Fit time in n up to 10^6 rows (d = 8, fixed alpha): linear in n."""
+
     params = [10**3, 10**4, 10**5, 10**6]
     param_names = ["n_samples"]
     timeout = 120
 
     def setup(self, n):
-        from sklearn.linear_model import LinearRegression
+        self.data = _data(n, 8)
 
-        from sklearn_cispa.causal import AugmentedIVRegressor
+    def time_fit(self, n):
+        X, y, _, Xa, G = self.data
+        _fit("DA+IVL alpha=0.1", X, y, Xa, G)
 
-        self.LinearRegression = LinearRegression
-        self.Est = AugmentedIVRegressor
-        self.X, self.y, self.f, self.Xa, self.G = _data(n, 8)
-        self.aug = _Fixed(self.Xa, self.G)
 
-    def time_fit_ivl_alpha_0_1(self, n):
-        self.Est(self.aug, alpha=0.1).fit(self.X, self.y)
+class PeakMemory:
+    """Peak memory of a fit on 10^6 rows (d = 8); the data alone take about 200 MB."""
 
-    def time_fit_linear_regression_da_erm(self, n):
-        self.LinearRegression().fit(self.Xa, self.y)
+    def setup(self):
+        self.data = _data(10**6, 8)
 
-    def peakmem_fit_ivl_alpha_0_1(self, n):
-        self.Est(self.aug, alpha=0.1).fit(self.X, self.y)
+    def peakmem_fit(self):
+        X, y, _, Xa, G = self.data
+        _fit("DA+IVL alpha=0.1", X, y, Xa, G)
