@@ -533,3 +533,33 @@ def test_v2_augmentation_strength_and_sample_size():
     assert small["cv"].mean() < small["0.0"].mean()  # observed 0.05 vs 0.36
     weak, _ = simulate(["cv"], scale=0.01)
     assert abs(weak["cv"].mean() - weak["ERM"].mean()) <= 0.05
+
+
+def test_other_confounded_process_with_offsets():
+    """Fewer confounders than treatments, non-zero means and intercept, n_augment = 2."""
+    erm, cv, zero = [], [], []
+    for seed in range(N_SEMS):
+        rng = np.random.default_rng(seed)
+        n, d, q = 1000, 12, 5
+        C = rng.normal(size=(n, q))
+        X = 5.0 + C @ rng.normal(size=(q, d)) + 0.3 * rng.normal(size=(n, d))
+        f = rng.normal(size=d)
+        y = 3.0 + X @ f + 2.0 * C @ rng.normal(size=q) + 0.1 * rng.normal(size=n)
+        aug = NullSpaceTranslation(linalg.null_space(f[None]).T, scale=3.0)
+        erm.append(ncer(LinearRegression().fit(X, y).coef_, f))
+        for out, alpha in ((cv, "cv"), (zero, 0.0)):
+            est = AugmentedIVRegressor(aug, alpha=alpha, n_augment=2, random_state=seed)
+            out.append(ncer(est.fit(X, y).coef_, f))
+    # observed means: ERM 0.21, cv 0.13, alpha=0 0.12
+    assert np.mean(cv) < 0.8 * np.mean(erm)
+    assert np.mean(zero) < 0.8 * np.mean(erm)
+
+
+@pytest.mark.parametrize("alpha", ["cv", "level_cv", "confounder_correction", 0.0, 0.5])
+def test_shifting_X_and_y_only_moves_the_intercept(alpha):
+    X, y, _, aug = make_confounded_linear(300, 6, random_state=0)
+    a = AugmentedIVRegressor(aug, alpha=alpha, random_state=0).fit(X, y)
+    b = AugmentedIVRegressor(aug, alpha=alpha, random_state=0).fit(X + 7.0, y - 2.0)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-6, atol=1e-8)
+    assert b.alpha_ == a.alpha_
+    np.testing.assert_allclose(b.predict(X + 7.0), a.predict(X) - 2.0, atol=1e-6)
