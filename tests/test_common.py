@@ -27,6 +27,19 @@ from sklearn_cispa.utils import all_estimators, all_functions
 # --------------------------------------------------------------------------------------
 TEST_PARAMS = {
     # -- causal: AugmentedIVRegressor (issue 3)
+    # (imported inline so that this block stays the only lines the method touches)
+    "AugmentedIVRegressor": [
+        {},
+        {
+            "augmentation": __import__("sklearn_cispa.causal").causal.GaussianNoiseAugmentation(),
+            "n_alphas": 3,
+        },
+        {
+            "augmentation": __import__("sklearn_cispa.causal").causal.GaussianNoiseAugmentation(),
+            "alpha": 0.0,
+            "n_augment": 2,
+        },
+    ],
 
     # -- causal: CausalMixtureDiscoverer, MixtureOfLinearRegressions (issue 4)
 
