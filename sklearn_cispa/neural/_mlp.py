@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
+from torch.nn.utils import prune
 
 from sklearn_cispa.neural._losses import AlphaSchedule, LabelSmoothingLoss, MaxSupLoss
 from sklearn_cispa.neural._nanoadam import NanoAdam
@@ -311,7 +312,7 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         elif masks is not None:
             for name, mask in masks.items():
                 owner = module.get_submodule(name.rpartition(".")[0])
-                torch.nn.utils.prune.custom_from_mask(owner, "weight", mask)
+                prune.custom_from_mask(owner, "weight", mask)
 
         criterion = self._criterion()
         callbacks = []
@@ -346,7 +347,7 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         elif masks is not None:
             for name in masks:
                 owner = net.module_.get_submodule(name.rpartition(".")[0])
-                torch.nn.utils.prune.remove(owner, "weight")
+                prune.remove(owner, "weight")
         self.net_ = net
         self.masks_ = (
             None if masks is None else {k: v.detach().cpu() for k, v in masks.items()}

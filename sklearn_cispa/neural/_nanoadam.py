@@ -1,5 +1,6 @@
 """NanoAdam: Adam on the smallest-magnitude entries of each weight tensor only."""
 
+import itertools
 import math
 import numbers
 
@@ -175,6 +176,34 @@ class NanoAdam(Optimizer):
             )
         if group.get("dense", None) not in (None, True, False):
             raise ValueError(f"dense must be True, False or None, got {group['dense']!r}.")
+
+    def load_state_dict(self, state_dict):
+        """Load a state from :meth:`state_dict`, keeping integer index and counter tensors.
+
+        torch casts every state tensor of a floating parameter to the parameter's dtype;
+        the int64 indices and int32 counters are restored with their own dtype.
+
+        Parameters
+        ----------
+        state_dict : dict
+            As returned by :meth:`state_dict`.
+        """
+        ints = {
+            pid: {
+                k: v.detach().clone()
+                for k, v in st.items()
+                if torch.is_tensor(v) and not v.is_floating_point()
+            }
+            for pid, st in state_dict["state"].items()
+        }
+        super().load_state_dict(state_dict)
+        saved_ids = itertools.chain.from_iterable(g["params"] for g in state_dict["param_groups"])
+        params = itertools.chain.from_iterable(g["params"] for g in self.param_groups)
+        id_map = dict(zip(saved_ids, params))
+        for pid, values in ints.items():
+            p = id_map[pid]
+            for key, value in values.items():
+                self.state[p][key] = value.to(p.device)
 
     def add_param_group(self, param_group):
         super().add_param_group(param_group)
