@@ -182,13 +182,22 @@ def apply_sign_in(module, masks, beta=1.0):
         betas = dict.fromkeys(masks, b)
     plan = []
     for name, mask in masks.items():
-        if ".parametrizations." in f".{name}" or name not in params:
-            if name not in params:
-                raise ValueError(
-                    f"{name!r} is not a parameter of the module; names look like "
-                    f"{list(params)[:3]}."
-                )
-            raise ValueError(f"{name!r} is already parametrized.")
+        if not isinstance(name, str):
+            raise TypeError(f"masks keys must be parameter names, got {name!r}.")
+        owner_name, _, attr = name.rpartition(".")
+        try:
+            owner = module.get_submodule(owner_name) if owner_name else module
+        except AttributeError:
+            owner = None
+        if ".parametrizations." in f".{name}" or (
+            owner is not None
+            and (parametrize.is_parametrized(owner, attr) or hasattr(owner, attr + "_orig"))
+        ):
+            raise ValueError(f"{name!r} is already parametrized or pruned.")
+        if name not in params:
+            raise ValueError(
+                f"{name!r} is not a parameter of the module; names look like {list(params)[:3]}."
+            )
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             raise TypeError(f"masks[{name!r}] must be a bool torch.Tensor.")
         if mask.shape != params[name].shape:
@@ -196,10 +205,6 @@ def apply_sign_in(module, masks, beta=1.0):
                 f"masks[{name!r}] has shape {tuple(mask.shape)}, the parameter "
                 f"{tuple(params[name].shape)}."
             )
-        owner_name, _, attr = name.rpartition(".")
-        owner = module.get_submodule(owner_name) if owner_name else module
-        if parametrize.is_parametrized(owner, attr) or hasattr(owner, attr + "_orig"):
-            raise ValueError(f"{name!r} is already parametrized or pruned.")
         plan.append((owner, attr, mask, betas[name]))
     for owner, attr, mask, b in plan:
         weight = getattr(owner, attr)
