@@ -244,40 +244,8 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
             "optimizer__param_groups": [("head.*", {"dense": True})],
         }
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Train the network.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,)
-            Class labels.
-
-        Returns
-        -------
-        self : MLPNetClassifier
-            The fitted classifier.
-        """
-        from skorch import NeuralNetClassifier
-
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        X = X if X.flags.writeable else X.copy()  # torch warns on read-only arrays
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
-        if self.classes_.shape[0] < 2:
-            raise ValueError(
-                "MLPNetClassifier needs at least 2 classes in y; got 1 class."
-            )
-        hidden = self._hidden()
-        device = resolve_device(self.device)
-        if self.sign_in and self.optimizer == "nanoadam":
-            raise ValueError(
-                "sign_in=True cannot be combined with optimizer='nanoadam': the bottom-k "
-                "selection of the Sign-In factors m or w is meaningless."
-            )
-        y_enc = y_enc.astype(np.int64)
+    def _build_module(self, X, y_enc, hidden):
+        """Seeded module and masks on CPU (init, mask and loader streams are independent)."""
         n = X.shape[0]
         init_seed, mask_seed, loader_seed = _children_seeds(
             seed_from_random_state(self.random_state), 3
@@ -313,6 +281,45 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
             for name, mask in masks.items():
                 owner = module.get_submodule(name.rpartition(".")[0])
                 prune.custom_from_mask(owner, "weight", mask)
+
+        return module, masks, loader_seed
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train the network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : MLPNetClassifier
+            The fitted classifier.
+        """
+        from skorch import NeuralNetClassifier
+
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        X = X if X.flags.writeable else X.copy()  # torch warns on read-only arrays
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if self.classes_.shape[0] < 2:
+            raise ValueError(
+                "MLPNetClassifier needs at least 2 classes in y; got 1 class."
+            )
+        hidden = self._hidden()
+        device = resolve_device(self.device)
+        if self.sign_in and self.optimizer == "nanoadam":
+            raise ValueError(
+                "sign_in=True cannot be combined with optimizer='nanoadam': the bottom-k "
+                "selection of the Sign-In factors m or w is meaningless."
+            )
+        y_enc = y_enc.astype(np.int64)
+        n = X.shape[0]
+        module, masks, loader_seed = self._build_module(X, y_enc, hidden)
 
         criterion = self._criterion()
         callbacks = []

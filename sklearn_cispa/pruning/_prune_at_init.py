@@ -92,7 +92,8 @@ def _grasp_scores(module, names, X, y):
     return [(w * h).detach() for w, h in zip(weights, hg)]
 
 
-def _synflow_scores_rounds(module, names, input_shape, n_keep, n_total, sparsity):
+def _synflow(module, names, input_shape, n_keep, n_total, sparsity, rounds=_SYNFLOW_ROUNDS):
+    """Iterative Synflow; returns (masks, scores of the last round)."""
     model = copy.deepcopy(module).double().eval()
     with torch.no_grad():
         for p in model.parameters():
@@ -105,7 +106,7 @@ def _synflow_scores_rounds(module, names, input_shape, n_keep, n_total, sparsity
     device = originals[0].device
     masks = [torch.ones_like(w, dtype=torch.bool) for w in weights]
     ones = torch.ones((1, *input_shape), dtype=torch.float64, device=device)
-    for j in range(1, _SYNFLOW_ROUNDS + 1):
+    for j in range(1, rounds + 1):
         with torch.no_grad():
             for w, w0, m in zip(weights, originals, masks):
                 w.copy_(w0 * m)
@@ -115,13 +116,13 @@ def _synflow_scores_rounds(module, names, input_shape, n_keep, n_total, sparsity
         for w, g, m in zip(weights, grads, masks):
             s = (w * g).detach()
             scores.append(torch.where(m, s, torch.full_like(s, -torch.inf)))
-        if j == _SYNFLOW_ROUNDS:
+        if j == rounds:
             keep = n_keep
         else:
-            keep = round((1.0 - sparsity) ** (j / _SYNFLOW_ROUNDS) * n_total)
+            keep = round((1.0 - sparsity) ** (j / rounds) * n_total)
             keep = max(keep, n_keep)
         masks = _global_keep(scores, keep)
-    return masks
+    return masks, scores
 
 
 def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_state=None):
@@ -249,7 +250,7 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
             if not isinstance(first, nn.Linear):
                 raise ValueError("synflow on a convolutional module needs X for the input shape.")
             input_shape = (first.in_features,)
-        masks = _synflow_scores_rounds(module, names, input_shape, n_keep, n_total, sparsity)
+        masks, _ = _synflow(module, names, input_shape, n_keep, n_total, sparsity)
 
     out = {}
     for name, w, m in zip(names, weights, masks):
