@@ -378,7 +378,10 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         X = X if X.flags.writeable else X.copy()
-        return self.net_.predict_proba(X)
+        # torch's DataLoader draws a base seed from the global RNG even without shuffling:
+        # fork it so that predicting leaves the caller's RNG state alone
+        with torch_rng_context(0, device=str(self.net_.device)):
+            return self.net_.predict_proba(X)
 
     def predict(self, X):
         """Predicted class labels.
