@@ -1,0 +1,224 @@
+"""Neural training parts beside their peers on digits, with the same seeds and masks.
+
+- MaxSup vs label smoothing (same ramp) vs cross-entropy: accuracy, NLL, confidence on
+  errors; constant-alpha LS agreement with torch's ``label_smoothing`` and timm's
+  ``LabelSmoothingCrossEntropy`` (skipped when timm is missing).
+- Split-digits continual learning, torch AdamW vs NanoAdam: forgetting, task-2 accuracy,
+  state bytes, step-time ratio; optimizer step times.
+- Plain masked training (torch.nn.utils.prune) vs Sign-In at 90% sparsity: accuracy, sign
+  flips; PaI masks (random / SNIP / Synflow) by early training loss.
+
+The experiment sizes are reduced from the spec's (epochs, seeds) so that the quick run
+stays near a minute on 2 cores.
+"""
+
+from ._common import SEED, limit_torch_threads, require
+
+
+class MaxSupDigits:
+    timeout = 300
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        from sklearn_cispa.neural._experiments import loss_comparison
+
+        return loss_comparison(SEED, hidden=(128,), max_epochs=15)
+
+    def track_accuracy(self, res, loss):
+        return res[loss]["accuracy"]
+
+    track_accuracy.params = ["cross_entropy", "label_smoothing", "maxsup"]
+    track_accuracy.param_names = ["loss"]
+
+    def track_conf_on_errors(self, res, loss):
+        return res[loss]["conf_err"]
+
+    track_conf_on_errors.params = track_accuracy.params
+    track_conf_on_errors.param_names = ["loss"]
+
+    def track_nll(self, res, loss):
+        return res[loss]["nll"]
+
+    track_nll.params = track_accuracy.params
+    track_nll.param_names = ["loss"]
+
+
+class LossForward:
+    """Forward + backward time of the criteria on a (512, 100) batch."""
+
+    params = ["torch_ce_ls", "label_smoothing", "maxsup"]
+    param_names = ["criterion"]
+
+    def setup(self, criterion):
+        limit_torch_threads(1)
+        import torch
+
+        from sklearn_cispa.neural import LabelSmoothingLoss, MaxSupLoss
+
+        g = torch.Generator().manual_seed(SEED)
+        self.z = torch.randn(512, 100, generator=g, requires_grad=True)
+        self.y = torch.randint(0, 100, (512,), generator=g)
+        self.loss = {
+            "torch_ce_ls": torch.nn.CrossEntropyLoss(label_smoothing=0.1),
+            "label_smoothing": LabelSmoothingLoss(0.1),
+            "maxsup": MaxSupLoss(0.1),
+        }[criterion]
+
+    def time_forward_backward(self, criterion):
+        self.loss(self.z, self.y).backward()
+
+
+class LabelSmoothingAgreement:
+    """Max |difference| of constant-alpha LS against torch's and timm's implementations."""
+
+    params = ["torch", "timm"]
+    param_names = ["peer"]
+    unit = "abs diff"
+
+    def setup(self, peer):
+        import torch
+
+        from sklearn_cispa.neural import LabelSmoothingLoss
+
+        if peer == "timm":
+            self.ref = require("timm.loss").LabelSmoothingCrossEntropy(0.1)
+        else:
+            self.ref = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+        g = torch.Generator().manual_seed(SEED)
+        self.z = 3 * torch.randn(256, 10, generator=g)
+        self.y = torch.randint(0, 10, (256,), generator=g)
+        self.ours = float(LabelSmoothingLoss(0.1)(self.z, self.y))
+
+    def track_abs_diff(self, peer):
+        return abs(self.ours - float(self.ref(self.z, self.y)))
+
+
+class SplitDigits:
+    timeout = 300
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        from sklearn_cispa.neural._experiments import split_digits
+
+        return split_digits(
+            {
+                "adamw": ("adamw", 1e-3),
+                "nanoadam": ("nanoadam", 3e-3, 0.01, 20),
+                "nanoadam_k0.1": ("nanoadam", 3e-3, 0.1, 20),
+            },
+            random_state=SEED,
+            pre_epochs=10,
+            ft_epochs=10,
+        )
+
+    def track_forgetting(self, res, optimizer):
+        return res[optimizer]["forgetting"]
+
+    track_forgetting.params = ["adamw", "nanoadam", "nanoadam_k0.1"]
+    track_forgetting.param_names = ["optimizer"]
+
+    def track_task2_accuracy(self, res, optimizer):
+        return res[optimizer]["task2"]
+
+    track_task2_accuracy.params = track_forgetting.params
+    track_task2_accuracy.param_names = ["optimizer"]
+
+    def track_state_bytes(self, res, optimizer):
+        return res[optimizer]["state_bytes"]
+
+    track_state_bytes.params = track_forgetting.params
+    track_state_bytes.param_names = ["optimizer"]
+    track_state_bytes.unit = "bytes"
+
+    def track_step_time_ratio(self, res):
+        return res["nanoadam"]["step_time"] / res["adamw"]["step_time"]
+
+    track_step_time_ratio.unit = "ratio"
+
+
+class OptimizerStep:
+    """One optimizer step on a 64-256-256 MLP (82,432 parameters)."""
+
+    params = ["adamw", "nanoadam_k0.1", "nanoadam_k0.01"]
+    param_names = ["optimizer"]
+
+    def setup(self, optimizer):
+        limit_torch_threads(1)
+        import torch
+
+        from sklearn_cispa.neural import NanoAdam
+
+        torch.manual_seed(SEED)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256)
+        )
+        self.net(torch.randn(64, 64)).pow(2).mean().backward()
+        params = list(self.net.parameters())
+        if optimizer == "adamw":
+            self.opt = torch.optim.AdamW(params, lr=1e-4)
+        else:
+            k = 0.1 if optimizer.endswith("0.1") else 0.01
+            self.opt = NanoAdam([{"params": params, "dense": False}], lr=1e-4, density=k,
+                                mask_interval=20)
+        self.opt.step()
+
+    def time_step(self, optimizer):
+        self.opt.step()
+
+
+class SignInDigits:
+    timeout = 300
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        from sklearn_cispa.neural._experiments import pai_early_loss, sign_in_comparison
+
+        res = sign_in_comparison(SEED, sparsity=0.9, epochs=15)
+        res["pai"] = pai_early_loss(("random", "snip", "synflow"), keep=0.2,
+                                    random_state=SEED, steps=100, window=(50, 100))
+        return res
+
+    def track_accuracy(self, res, variant):
+        return res[variant]["accuracy"]
+
+    track_accuracy.params = ["plain", "sign_in"]
+    track_accuracy.param_names = ["variant"]
+
+    def track_sign_flips(self, res, variant):
+        return res[variant]["sign_flips"]
+
+    track_sign_flips.params = ["plain", "sign_in"]
+    track_sign_flips.param_names = ["variant"]
+
+    def track_pai_early_loss(self, res, method):
+        return res["pai"][method]
+
+    track_pai_early_loss.params = ["dense", "random", "snip", "synflow"]
+    track_pai_early_loss.param_names = ["method"]
+
+
+class PruneAtInit:
+    """Mask computation on a 64-256-256-10 MLP at 90% sparsity."""
+
+    params = ["random", "magnitude", "snip", "grasp", "synflow"]
+    param_names = ["method"]
+    timeout = 120
+
+    def setup(self, method):
+        limit_torch_threads(1)
+        import torch
+        from sklearn.datasets import load_digits
+
+        torch.manual_seed(SEED)
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+            torch.nn.ReLU(), torch.nn.Linear(256, 10),
+        )
+        X, y = load_digits(return_X_y=True)
+        self.X = torch.as_tensor(X[:256] / 16.0, dtype=torch.float32)
+        self.y = torch.as_tensor(y[:256])
+
+    def time_prune_at_init(self, method):
+        from sklearn_cispa.pruning import prune_at_init
+
+        prune_at_init(self.net, method, 0.9, X=self.X, y=self.y, random_state=SEED)
