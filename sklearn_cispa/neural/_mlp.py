@@ -113,7 +113,7 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         Class labels.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
     net_ : skorch.NeuralNetClassifier
         The fitted skorch net; ``net_.module_`` is a plain (merged, possibly sparse) MLP
