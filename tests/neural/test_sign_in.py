@@ -105,9 +105,9 @@ def test_zero_weight_first_step(beta):
     loss = layer(x).sum()
     loss.backward()
     dtheta = x.sum(dim=0)[0]  # dL/dtheta_00
-    w_before = float(w[0, 0])
+    w_before = float(w.detach()[0, 0])
     opt.step()
-    assert float(w[0, 0]) - w_before == pytest.approx(-0.01 * math.sqrt(beta) * float(dtheta))
+    assert float(w.detach()[0, 0]) - w_before == pytest.approx(-0.01 * math.sqrt(beta) * float(dtheta))
 
 
 def test_beta_zero_freezes_zero_weights():
