@@ -107,7 +107,8 @@ def test_zero_weight_first_step(beta):
     dtheta = x.sum(dim=0)[0]  # dL/dtheta_00
     w_before = float(w.detach()[0, 0])
     opt.step()
-    assert float(w.detach()[0, 0]) - w_before == pytest.approx(-0.01 * math.sqrt(beta) * float(dtheta))
+    step = float(w.detach()[0, 0]) - w_before
+    assert step == pytest.approx(-0.01 * math.sqrt(beta) * float(dtheta))
 
 
 def test_beta_zero_freezes_zero_weights():
