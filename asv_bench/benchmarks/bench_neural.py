@@ -43,6 +43,32 @@ class MaxSupDigits:
     track_nll.param_names = ["loss"]
 
 
+class MaxSupHardProblem:
+    """20-class make_classification (spec 7.1.3): many misclassified rows, where MaxSup and
+    label smoothing differ. MLP 128, SGD, 20 epochs, alpha 0.1 -> 0.2."""
+
+    timeout = 300
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        from sklearn_cispa.neural._experiments import hard_problem_split, loss_comparison
+
+        return loss_comparison(SEED, hidden=(128,), max_epochs=20,
+                               data=hard_problem_split(SEED))
+
+    def track_accuracy(self, res, loss):
+        return res[loss]["accuracy"]
+
+    track_accuracy.params = ["cross_entropy", "label_smoothing", "maxsup"]
+    track_accuracy.param_names = ["loss"]
+
+    def track_conf_on_errors(self, res, loss):
+        return res[loss]["conf_err"]
+
+    track_conf_on_errors.params = track_accuracy.params
+    track_conf_on_errors.param_names = ["loss"]
+
+
 class LossForward:
     """Forward + backward time of the criteria on a (512, 100) batch."""
 

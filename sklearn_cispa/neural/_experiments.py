@@ -32,6 +32,32 @@ def digits_split(random_state=0, test_size=0.3):
     return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
 
 
+def hard_problem_split(random_state=0):
+    """20-class ``make_classification`` problem where MaxSup and LS differ (spec 7.1.3).
+
+    Settings (recorded here, the spec left them open): 6000 rows, 20 features of which 10
+    informative, no redundant ones, one cluster per class, ``class_sep=1.0``; 70/30
+    stratified split, standardised.
+    """
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        n_samples=6000,
+        n_features=20,
+        n_informative=10,
+        n_redundant=0,
+        n_classes=20,
+        n_clusters_per_class=1,
+        class_sep=1.0,
+        random_state=random_state,
+    )
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=random_state
+    )
+    scaler = StandardScaler().fit(X_tr)
+    return scaler.transform(X_tr), scaler.transform(X_te), y_tr, y_te
+
+
 def calibration_metrics(proba, y):
     """Accuracy, NLL, ECE (15 bins) and mean confidence on errors."""
     proba = np.asarray(proba, dtype=float)

@@ -11,7 +11,11 @@ from sklearn.preprocessing import StandardScaler
 from torch.nn.utils import parametrize
 
 from sklearn_cispa.neural import MLPNetClassifier, NanoAdam
-from sklearn_cispa.neural._experiments import digits_split, loss_comparison
+from sklearn_cispa.neural._experiments import (
+    digits_split,
+    hard_problem_split,
+    loss_comparison,
+)
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +180,14 @@ def test_digits_loss_comparison():
     ce, ls, ms = res["cross_entropy"], res["label_smoothing"], res["maxsup"]
     assert ls["accuracy"] >= ce["accuracy"] and ms["accuracy"] >= ce["accuracy"]
     assert abs(ms["accuracy"] - ls["accuracy"]) < 0.005 + 1e-9
+    assert ls["conf_err"] < 0.6 * ce["conf_err"] and ms["conf_err"] < 0.6 * ce["conf_err"]
+
+
+@pytest.mark.slow
+def test_hard_problem_confidence_on_errors():
+    res = loss_comparison(0, hidden=(128,), max_epochs=20, data=hard_problem_split(0))
+    ce, ls, ms = res["cross_entropy"], res["label_smoothing"], res["maxsup"]
+    assert 0.5 < ce["accuracy"] < 0.9  # many errors: the regime where the losses differ
     assert ls["conf_err"] < 0.6 * ce["conf_err"] and ms["conf_err"] < 0.6 * ce["conf_err"]
 
 
