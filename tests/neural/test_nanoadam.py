@@ -5,6 +5,8 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skorch import NeuralNetClassifier
 from torch import nn
 
@@ -284,3 +286,28 @@ def test_split_digits_forgetting():
     assert res["static"]["drift"] > res["nano"]["drift"]
     assert res["nano"]["touched"] < 0.2 < res["adamw"]["touched"]
     assert res["nano"]["state_bytes"] < 0.1 * res["adamw"]["state_bytes"]
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    shape=st.lists(st.integers(1, 12), min_size=1, max_size=3),
+    density=st.floats(0.01, 1.0),
+    policy=st.sampled_from(["reset", "keep_overlap"]),
+    seed=st.integers(0, 1000),
+)
+def test_property_only_bottom_k_entries_move(shape, density, policy, seed):
+    g = torch.Generator().manual_seed(seed)
+    w = nn.Parameter(torch.randn(*shape, generator=g, dtype=torch.float64))
+    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-2, density=density,
+                   mask_interval=2, moment_policy=policy)
+    for _ in range(3):
+        before = w.detach().clone()
+        w.grad = torch.randn(*shape, generator=g, dtype=torch.float64)
+        opt.step()
+        idx = opt.state[w]["indices"]
+        n = max(1, round(density * w.numel()))
+        assert idx.numel() == n
+        outside = torch.ones(w.numel(), dtype=torch.bool)
+        outside[idx] = False
+        assert torch.equal(w.detach().reshape(-1)[outside], before.reshape(-1)[outside])
+    assert opt.state_bytes() == n * 8 * 3 + (n * 4 if policy == "keep_overlap" else 0)

@@ -6,6 +6,8 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skorch import NeuralNetClassifier
 from torch import nn
 from torch.nn.utils import parametrize
@@ -277,3 +279,20 @@ def test_digits_sign_in_matches_plain_at_90_percent():
     assert res["sign_in"]["merge_error"] < 1e-5
     assert 0 < res["sign_in"]["sign_flips"] < 0.5
     assert 0 < res["plain"]["sign_flips"] < 0.5
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    theta=st.lists(st.floats(-50, 50, allow_nan=False), min_size=1, max_size=20),
+    beta=st.floats(0.0, 10.0),
+)
+def test_property_split_invariants(theta, beta):
+    t = torch.tensor(theta, dtype=torch.float64)
+    sign_in = SignIn(torch.ones_like(t, dtype=torch.bool), beta=beta).double()
+    m, w = sign_in.right_inverse(t)
+    assert torch.allclose(m * w, t, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(m**2 - w**2, torch.full_like(m, beta), rtol=1e-9, atol=1e-9)
+    assert (m >= 0).all()
+    if beta > 0:
+        assert (m > 0).all()
+    assert torch.equal(sign_in(m, w), m * w)
