@@ -68,11 +68,36 @@ class _RampedLoss(nn.Module):
         return self.current_alpha
 
     @staticmethod
+    def _flatten(logits, target):
+        """(N, K, d1, ...) logits -> (N * d1 * ..., K), as torch's cross-entropy accepts."""
+        if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
+            raise TypeError("logits and target must be torch tensors.")
+        if logits.ndim <= 2:
+            return logits, target
+        k = logits.shape[1]
+        flat_logits = logits.movedim(1, -1).reshape(-1, k)
+        if target.is_floating_point():
+            if target.shape != logits.shape:
+                raise ValueError(
+                    f"soft targets must have the logits' shape {tuple(logits.shape)}, "
+                    f"got {tuple(target.shape)}."
+                )
+            return flat_logits, target.movedim(1, -1).reshape(-1, k)
+        expected = (logits.shape[0], *logits.shape[2:])
+        if tuple(target.shape) != expected:
+            raise ValueError(
+                f"integer targets must have shape {expected}, got {tuple(target.shape)}."
+            )
+        return flat_logits, target.reshape(-1)
+
+    @staticmethod
     def _check_inputs(logits, target):
         if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
             raise TypeError("logits and target must be torch tensors.")
         if logits.ndim != 2:
-            raise ValueError(f"logits must have shape (n_samples, n_classes), got {logits.shape}.")
+            raise ValueError(
+                f"logits must have shape (n_samples, n_classes, ...), got {tuple(logits.shape)}."
+            )
         n, k = logits.shape
         if k < 2:
             raise ValueError(f"logits need at least 2 classes, got {k}.")
@@ -140,7 +165,10 @@ class MaxSupLoss(_RampedLoss):
     Notes
     -----
     ``target`` is either int64 class indices of shape ``(N,)`` or float soft targets of
-    shape ``(N, K)`` (rows summing to 1, e.g. Mixup); the penalty needs no label. Ties in
+    shape ``(N, K)`` (rows summing to 1, e.g. Mixup); the penalty needs no label. As in
+    torch's cross-entropy, logits of shape ``(N, K, d1, ...)`` (e.g. per-pixel) are
+    accepted with targets ``(N, d1, ...)`` or ``(N, K, d1, ...)``; the mean is over all
+    positions. Ties in
     the maximum go to the first index (``torch.max``), which receives the whole gradient.
     One row's penalty gradient is :math:`\alpha_t (1 - 1/K)` on the argmax logit and
     :math:`-\alpha_t / K` elsewhere. The reference code writes the ramp three ways (one
@@ -164,6 +192,7 @@ class MaxSupLoss(_RampedLoss):
 
     def forward(self, logits, target):
         """Return the batch mean of CE + current_alpha * (max logit - mean logit)."""
+        logits, target = self._flatten(logits, target)
         kind = self._check_inputs(logits, target)
         logp = F.log_softmax(logits, dim=1)
         ce = self._soft_ce(logp, target, kind)
@@ -227,6 +256,7 @@ class LabelSmoothingLoss(_RampedLoss):
 
     def forward(self, logits, target):
         """Return the batch mean of the smoothed cross-entropy."""
+        logits, target = self._flatten(logits, target)
         kind = self._check_inputs(logits, target)
         logp = F.log_softmax(logits, dim=1)
         ce = self._soft_ce(logp, target, kind)

@@ -190,3 +190,18 @@ def test_inputs_not_modified():
     MaxSupLoss(0.2)(z, y)
     LabelSmoothingLoss(0.2)(z, y)
     assert torch.equal(z, z0) and torch.equal(y, y0)
+
+
+@pytest.mark.parametrize("cls", [MaxSupLoss, LabelSmoothingLoss])
+def test_spatial_logits_like_torch(cls):
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(2, 5, 3, 4, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 5, (2, 3, 4), generator=g)
+    flat = cls(0.1)(z.movedim(1, -1).reshape(-1, 5), y.reshape(-1))
+    assert torch.allclose(cls(0.1)(z, y), flat, atol=1e-12)
+    soft = F.one_hot(y, 5).movedim(-1, 1).double()
+    assert torch.allclose(cls(0.1)(z, soft), flat, atol=1e-12)
+    if cls is LabelSmoothingLoss:
+        assert torch.allclose(cls(0.1)(z, y), F.cross_entropy(z, y, label_smoothing=0.1))
+    with pytest.raises(ValueError, match="shape"):
+        cls(0.1)(z, y[:, :2])
