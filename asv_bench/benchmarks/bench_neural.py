@@ -24,23 +24,15 @@ class MaxSupDigits:
 
         return loss_comparison(SEED, hidden=(128,), max_epochs=15)
 
-    def track_accuracy(self, res, loss):
-        return res[loss]["accuracy"]
+    # one parameterised track per class: ASV starts one process per benchmark function
+    def track_metric(self, res, loss, metric):
+        return res[loss][metric]
 
-    track_accuracy.params = ["cross_entropy", "label_smoothing", "maxsup"]
-    track_accuracy.param_names = ["loss"]
-
-    def track_conf_on_errors(self, res, loss):
-        return res[loss]["conf_err"]
-
-    track_conf_on_errors.params = track_accuracy.params
-    track_conf_on_errors.param_names = ["loss"]
-
-    def track_nll(self, res, loss):
-        return res[loss]["nll"]
-
-    track_nll.params = track_accuracy.params
-    track_nll.param_names = ["loss"]
+    track_metric.params = (
+        ["cross_entropy", "label_smoothing", "maxsup"],
+        ["accuracy", "conf_err", "nll", "ece"],
+    )
+    track_metric.param_names = ["loss", "metric"]
 
 
 class MaxSupHardProblem:
@@ -56,17 +48,14 @@ class MaxSupHardProblem:
         return loss_comparison(SEED, hidden=(128,), max_epochs=20,
                                data=hard_problem_split(SEED))
 
-    def track_accuracy(self, res, loss):
-        return res[loss]["accuracy"]
+    def track_metric(self, res, loss, metric):
+        return res[loss][metric]
 
-    track_accuracy.params = ["cross_entropy", "label_smoothing", "maxsup"]
-    track_accuracy.param_names = ["loss"]
-
-    def track_conf_on_errors(self, res, loss):
-        return res[loss]["conf_err"]
-
-    track_conf_on_errors.params = track_accuracy.params
-    track_conf_on_errors.param_names = ["loss"]
+    track_metric.params = (
+        ["cross_entropy", "label_smoothing", "maxsup"],
+        ["accuracy", "conf_err", "nll"],
+    )
+    track_metric.param_names = ["loss", "metric"]
 
 
 class LossForward:
@@ -137,29 +126,16 @@ class SplitDigits:
             ft_epochs=10,
         )
 
-    def track_forgetting(self, res, optimizer):
-        return res[optimizer]["forgetting"]
+    def track_metric(self, res, optimizer, metric):
+        if metric == "step_time_ratio":
+            return res[optimizer]["step_time"] / res["adamw"]["step_time"]
+        return res[optimizer][metric]
 
-    track_forgetting.params = ["adamw", "nanoadam", "nanoadam_k0.1"]
-    track_forgetting.param_names = ["optimizer"]
-
-    def track_task2_accuracy(self, res, optimizer):
-        return res[optimizer]["task2"]
-
-    track_task2_accuracy.params = track_forgetting.params
-    track_task2_accuracy.param_names = ["optimizer"]
-
-    def track_state_bytes(self, res, optimizer):
-        return res[optimizer]["state_bytes"]
-
-    track_state_bytes.params = track_forgetting.params
-    track_state_bytes.param_names = ["optimizer"]
-    track_state_bytes.unit = "bytes"
-
-    def track_step_time_ratio(self, res):
-        return res["nanoadam"]["step_time"] / res["adamw"]["step_time"]
-
-    track_step_time_ratio.unit = "ratio"
+    track_metric.params = (
+        ["adamw", "nanoadam", "nanoadam_k0.1"],
+        ["forgetting", "task2", "state_bytes", "drift", "touched", "step_time_ratio"],
+    )
+    track_metric.param_names = ["optimizer", "metric"]
 
 
 class OptimizerStep:
@@ -204,17 +180,11 @@ class SignInDigits:
                                     random_state=SEED, steps=100, window=(50, 100))
         return res
 
-    def track_accuracy(self, res, variant):
-        return res[variant]["accuracy"]
+    def track_metric(self, res, variant, metric):
+        return res[variant][metric]
 
-    track_accuracy.params = ["plain", "sign_in"]
-    track_accuracy.param_names = ["variant"]
-
-    def track_sign_flips(self, res, variant):
-        return res[variant]["sign_flips"]
-
-    track_sign_flips.params = ["plain", "sign_in"]
-    track_sign_flips.param_names = ["variant"]
+    track_metric.params = (["plain", "sign_in"], ["accuracy", "sign_flips", "early_loss"])
+    track_metric.param_names = ["variant", "metric"]
 
     def track_pai_early_loss(self, res, method):
         return res["pai"][method]
