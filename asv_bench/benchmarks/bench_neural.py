@@ -6,7 +6,8 @@
 - Split-digits continual learning, torch AdamW vs NanoAdam: forgetting, task-2 accuracy,
   state bytes, step-time ratio; optimizer step times.
 - Plain masked training (torch.nn.utils.prune) vs Sign-In at 90% sparsity: accuracy, sign
-  flips; PaI masks (random / SNIP / Synflow) by early training loss.
+  flips; PaI masks (random / SNIP / Synflow) by early training loss and by the block
+  structure of the mask.
 
 The experiment sizes are reduced from the spec's (epochs, seeds) so that the quick run
 stays near a minute on 2 cores.
@@ -191,6 +192,25 @@ class SignInDigits:
 
     track_pai_early_loss.params = ["dense", "random", "snip", "synflow"]
     track_pai_early_loss.param_names = ["method"]
+
+
+class MaskStructure:
+    """Block-mean std of PaI masks (second hidden layer of 64-256-n-256-10, 80% sparse):
+    structured (SNIP, Synflow) vs uniform (random) masks as the width n grows."""
+
+    timeout = 300
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        from sklearn_cispa.neural._experiments import mask_structure
+
+        return {n: mask_structure(width=n, random_state=SEED) for n in (100, 500, 1000)}
+
+    def track_block_std(self, res, width, method):
+        return res[width][method]
+
+    track_block_std.params = ([100, 500, 1000], ["random", "snip", "synflow"])
+    track_block_std.param_names = ["width", "method"]
 
 
 class PruneAtInit:

@@ -324,3 +324,34 @@ def pai_early_loss(methods=("random", "snip", "synflow"), keep=0.2, random_state
         out[method] = float(np.mean(losses[window[0] : window[1]]))
     return out
 
+
+
+def block_std(mask, n_blocks=16):
+    """Std of the block means of a 0/1 matrix after sorting rows and columns by degree."""
+    m = np.asarray(mask, dtype=float)
+    m = m[np.argsort(-m.sum(axis=1), kind="stable")][:, np.argsort(-m.sum(axis=0), kind="stable")]
+    rows = np.array_split(np.arange(m.shape[0]), n_blocks)
+    cols = np.array_split(np.arange(m.shape[1]), n_blocks)
+    means = np.array([[m[np.ix_(r, c)].mean() for c in cols] for r in rows])
+    return float(means.std())
+
+
+def mask_structure(methods=("random", "snip", "synflow"), width=500, sparsity=0.8,
+                   random_state=0, n_rows=512):
+    """Block-mean std of the PaI mask of the second hidden layer (64-256-width-256-10 MLP).
+
+    A graphon-like (structured) mask has a large std; a uniform random mask's std falls
+    with the width. Returns ``{method: std}``.
+    """
+    X, y = load_digits(return_X_y=True)
+    rows = np.random.RandomState(random_state).choice(X.shape[0], n_rows, replace=False)
+    Xt = torch.as_tensor(StandardScaler().fit_transform(X[rows]), dtype=torch.float32)
+    yt = torch.as_tensor(y[rows])
+    with torch_rng_context(random_state):
+        net = _Body((64, 256, width, 256, 10))
+    net.layers = net.layers[:-1]
+    out = {}
+    for method in methods:
+        masks = prune_at_init(net, method, sparsity, X=Xt, y=yt, random_state=random_state)
+        out[method] = block_std(masks["layers.2.weight"].numpy())
+    return out

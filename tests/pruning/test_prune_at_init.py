@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn.utils import prune
 
 from sklearn_cispa.neural import MLPNetClassifier, apply_sign_in
-from sklearn_cispa.neural._experiments import pai_early_loss
+from sklearn_cispa.neural._experiments import block_std, mask_structure, pai_early_loss
 from sklearn_cispa.pruning import prune_at_init
 from sklearn_cispa.pruning._prune_at_init import _synflow
 
@@ -263,3 +263,17 @@ def test_pai_masks_train_faster_than_random():
     res = pai_early_loss(("random", "snip", "synflow"), keep=0.05, random_state=0)
     assert res["synflow"] <= res["snip"] < res["random"]
     assert res["dense"] < res["random"]
+
+
+def test_block_std_of_uniform_and_block_matrices():
+    assert block_std(np.ones((64, 64))) == 0.0
+    block = np.zeros((64, 64))
+    block[:32, :32] = 1
+    assert block_std(block) == pytest.approx(np.std([1] * 64 + [0] * 192))
+
+
+@pytest.mark.slow
+def test_snip_and_synflow_masks_are_structured():
+    res = mask_structure(("random", "snip", "synflow"), width=1000, random_state=0)
+    assert res["snip"] > 4 * res["random"]
+    assert res["synflow"] > 5 * res["random"]
