@@ -83,8 +83,9 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         NanoAdam's updated fraction of each hidden weight matrix (used only with
         ``optimizer="nanoadam"``).
     sparsity : float, default=0.0
-        Fraction of every Linear weight (head included) pruned at initialisation with
-        :func:`sklearn_cispa.pruning.prune_at_init`; 0 trains a dense network.
+        Fraction of the Linear weights (head included) pruned at initialisation with
+        :func:`sklearn_cispa.pruning.prune_at_init` (per matrix for "random", over all
+        matrices for the other scores); 0 trains a dense network.
     pruning : {"random", "magnitude", "snip", "grasp", "synflow"}, default="random"
         Pruning-at-initialisation score ("snip" and "grasp" score ``min(n, 512)``
         training rows drawn from the mask's random stream).
