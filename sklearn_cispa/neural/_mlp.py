@@ -356,6 +356,10 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
             for name in masks:
                 owner = net.module_.get_submodule(name.rpartition(".")[0])
                 prune.remove(owner, "weight")
+        if masks is not None:
+            # the optimizer referred to the removed factors / weight_orig: rebuild it on the
+            # plain parameters so that net_ is consistent (and pickles without stale state)
+            net.initialize_optimizer()
         self.net_ = net
         self.masks_ = (
             None if masks is None else {k: v.detach().cpu() for k, v in masks.items()}
