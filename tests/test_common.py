@@ -88,7 +88,15 @@ TEST_PARAMS = {
     # -- certification: MIBPCertifier (issue 8)
 
     # -- neural: MLPNetClassifier (issue 9)
-
+    "MLPNetClassifier": [
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, loss="maxsup", alpha_end=0.2,
+             random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, optimizer="nanoadam", density=0.5,
+             random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, sparsity=0.5, sign_in=True,
+             random_state=0),
+    ],
 }
 
 # --------------------------------------------------------------------------------------

@@ -1,3 +1,5 @@
 """Pruning at initialisation and the analysis of pruning masks."""
 
-__all__ = []
+from sklearn_cispa.pruning._prune_at_init import prune_at_init
+
+__all__ = ["prune_at_init"]

@@ -1,0 +1,323 @@
+"""MaxSup and label-smoothing criteria with a linear ramp of their weight, and the skorch
+callback that drives the ramp."""
+
+import numbers
+
+import torch
+from skorch.callbacks import Callback
+from torch import nn
+from torch.nn import functional as F
+
+__all__ = ["AlphaSchedule", "LabelSmoothingLoss", "MaxSupLoss"]
+
+
+def _check_alpha(name, value, upper):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    value = float(value)
+    if not (value >= 0.0) or (upper is not None and value > upper):
+        bound = f"in [0, {upper}]" if upper is not None else ">= 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}.")
+    return value
+
+
+def _ramp(alpha, alpha_end, epoch, n_epochs):
+    """alpha + (alpha_end - alpha) * min(1, e / max(1, E - 1)); constant when alpha_end is None."""
+    if alpha_end is None:
+        return alpha
+    frac = min(1.0, max(0, epoch) / max(1, n_epochs - 1))
+    return alpha + (alpha_end - alpha) * frac
+
+
+class _RampedLoss(nn.Module):
+    """Shared parts: the alpha ramp, target validation, diagnostics."""
+
+    _alpha_upper = None
+
+    def __init__(self, alpha=0.1, alpha_end=None):
+        super().__init__()
+        self.alpha = _check_alpha("alpha", alpha, self._alpha_upper)
+        self.alpha_end = (
+            None if alpha_end is None else _check_alpha("alpha_end", alpha_end, self._alpha_upper)
+        )
+        self.current_alpha = self.alpha
+        self.last_ce = float("nan")
+        self.last_penalty = float("nan")
+        self.last_misclassified = float("nan")
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}, alpha_end={self.alpha_end}"
+
+    def set_progress(self, epoch, n_epochs):
+        """Set ``current_alpha`` for the 0-based ``epoch`` of ``n_epochs`` (the linear ramp).
+
+        Parameters
+        ----------
+        epoch : int
+            0-based epoch index.
+        n_epochs : int
+            Total number of epochs (>= 1).
+
+        Returns
+        -------
+        current_alpha : float
+        """
+        if int(n_epochs) < 1:
+            raise ValueError(f"n_epochs must be >= 1, got {n_epochs}.")
+        self.current_alpha = float(_ramp(self.alpha, self.alpha_end, int(epoch), int(n_epochs)))
+        return self.current_alpha
+
+    @staticmethod
+    def _flatten(logits, target):
+        """(N, K, d1, ...) logits -> (N * d1 * ..., K), as torch's cross-entropy accepts."""
+        if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
+            raise TypeError("logits and target must be torch tensors.")
+        if logits.ndim <= 2:
+            return logits, target
+        k = logits.shape[1]
+        flat_logits = logits.movedim(1, -1).reshape(-1, k)
+        if target.is_floating_point():
+            if target.shape != logits.shape:
+                raise ValueError(
+                    f"soft targets must have the logits' shape {tuple(logits.shape)}, "
+                    f"got {tuple(target.shape)}."
+                )
+            return flat_logits, target.movedim(1, -1).reshape(-1, k)
+        expected = (logits.shape[0], *logits.shape[2:])
+        if tuple(target.shape) != expected:
+            raise ValueError(
+                f"integer targets must have shape {expected}, got {tuple(target.shape)}."
+            )
+        return flat_logits, target.reshape(-1)
+
+    @staticmethod
+    def _check_inputs(logits, target):
+        if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
+            raise TypeError("logits and target must be torch tensors.")
+        if logits.ndim != 2:
+            raise ValueError(
+                f"logits must have shape (n_samples, n_classes, ...), got {tuple(logits.shape)}."
+            )
+        n, k = logits.shape
+        if k < 2:
+            raise ValueError(f"logits need at least 2 classes, got {k}.")
+        if target.is_floating_point():
+            if target.shape != logits.shape:
+                raise ValueError(
+                    f"soft targets must have the logits' shape {tuple(logits.shape)}, "
+                    f"got {tuple(target.shape)}."
+                )
+            return "soft"
+        if target.ndim != 1 or target.shape[0] != n:
+            raise ValueError(
+                f"integer targets must have shape ({n},), got {tuple(target.shape)}."
+            )
+        return "hard"
+
+    @staticmethod
+    def _soft_ce(logp, target, kind):
+        if kind == "hard":
+            return -logp.gather(1, target.long().unsqueeze(1)).squeeze(1)
+        return -(target.to(logp.dtype) * logp).sum(dim=1)
+
+    def _record(self, ce, penalty, logits, target, kind):
+        with torch.no_grad():
+            self.last_ce = float(ce.mean())
+            self.last_penalty = float(penalty.mean())
+            label = target.long() if kind == "hard" else target.argmax(dim=1)
+            self.last_misclassified = float((logits.argmax(dim=1) != label).double().mean())
+
+
+class MaxSupLoss(_RampedLoss):
+    r"""Max suppression: cross-entropy plus a penalty on the top-1 logit.
+
+    For logits :math:`z \in \mathbb{R}^K` the loss of one row is
+    :math:`\mathrm{CE}(z, y) + \alpha_t (z_{\max} - \bar z)` with
+    :math:`\bar z = \frac{1}{K}\sum_k z_k`; the batch mean is returned. Label smoothing
+    penalises :math:`z_y - \bar z` instead, so the two coincide on correctly classified
+    rows while MaxSup drops label smoothing's push of a misclassified true logit further
+    below the top one.
+
+    Parameters
+    ----------
+    alpha : float, default=0.1
+        Weight of the penalty at epoch 0 (>= 0).
+    alpha_end : float or None, default=None
+        Weight at the last epoch (>= 0); None keeps ``alpha`` constant. The paper's
+        recipe ramps 0.1 -> 0.2. The ramp is
+        :math:`\alpha_t = \alpha + (\alpha_{end} - \alpha)\min(1, e / \max(1, E - 1))`
+        for the 0-based epoch ``e`` of ``E``, set through :meth:`set_progress` (the
+        :class:`AlphaSchedule` callback does it in skorch).
+
+    Attributes
+    ----------
+    current_alpha : float
+        Penalty weight used by the next forward pass.
+    last_ce, last_penalty, last_misclassified : float
+        Batch means of the cross-entropy, of the penalty :math:`z_{\max} - \bar z`, and
+        the fraction of rows whose argmax is not the label, from the last forward pass.
+
+    See Also
+    --------
+    LabelSmoothingLoss : The baseline it replaces, with the same ramp.
+    AlphaSchedule : skorch callback that ramps ``alpha``.
+
+    Notes
+    -----
+    ``target`` is either int64 class indices of shape ``(N,)`` or float soft targets of
+    shape ``(N, K)`` (rows summing to 1, e.g. Mixup); the penalty needs no label. As in
+    torch's cross-entropy, logits of shape ``(N, K, d1, ...)`` (e.g. per-pixel) are
+    accepted with targets ``(N, d1, ...)`` or ``(N, K, d1, ...)``; the mean is over all
+    positions. Ties in
+    the maximum go to the first index (``torch.max``), which receives the whole gradient.
+    One row's penalty gradient is :math:`\alpha_t (1 - 1/K)` on the argmax logit and
+    :math:`-\alpha_t / K` elsewhere. The reference code writes the ramp three ways (one
+    divides by zero for one epoch); this class uses one clamped ramp.
+
+    References
+    ----------
+    .. [1] Zhou et al. "MaxSup: Overcoming Representation Collapse in Label Smoothing",
+       NeurIPS 2025, arXiv:2502.15798.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_cispa.neural import MaxSupLoss
+    >>> loss = MaxSupLoss(alpha=0.1)
+    >>> logits = torch.tensor([[2.0, 0.0, 1.0]])
+    >>> ce = torch.nn.functional.cross_entropy(logits, torch.tensor([0]))
+    >>> bool(torch.isclose(loss(logits, torch.tensor([0])), ce + 0.1 * (2.0 - 1.0)))
+    True
+    """
+
+    def forward(self, logits, target):
+        """Return the batch mean of CE + current_alpha * (max logit - mean logit)."""
+        logits, target = self._flatten(logits, target)
+        kind = self._check_inputs(logits, target)
+        logp = F.log_softmax(logits, dim=1)
+        ce = self._soft_ce(logp, target, kind)
+        penalty = logits.max(dim=1).values - logits.mean(dim=1)
+        self._record(ce, penalty, logits, target, kind)
+        return (ce + self.current_alpha * penalty).mean()
+
+
+class LabelSmoothingLoss(_RampedLoss):
+    r"""Label-smoothed cross-entropy (torch's convention) with a ramped smoothing weight.
+
+    The target is smoothed to :math:`(1 - \alpha_t)\,t + \alpha_t / K` over all ``K``
+    classes, as ``torch.nn.CrossEntropyLoss(label_smoothing=alpha)`` does; per row this
+    equals :math:`\mathrm{CE} + \alpha_t (z_y - \bar z)` for a hard label ``y``. This is
+    the fair baseline for :class:`MaxSupLoss`: same ramp, same diagnostics.
+
+    Parameters
+    ----------
+    alpha : float, default=0.1
+        Smoothing at epoch 0, in [0, 1].
+    alpha_end : float or None, default=None
+        Smoothing at the last epoch, in [0, 1]; None keeps ``alpha`` constant.
+
+    Attributes
+    ----------
+    current_alpha : float
+        Smoothing used by the next forward pass.
+    last_ce, last_penalty, last_misclassified : float
+        Batch means of the cross-entropy, of the penalty :math:`z_y - \bar z` (soft
+        targets: :math:`\sum_k t_k z_k - \bar z`), and the misclassified fraction.
+
+    See Also
+    --------
+    MaxSupLoss : Penalises the top-1 logit instead of the true-class logit.
+    AlphaSchedule : skorch callback that ramps ``alpha``.
+
+    Notes
+    -----
+    The long-tail baseline of the MaxSup reference code spreads the smoothing mass over
+    the wrong classes only; this class follows torch (and timm's
+    ``LabelSmoothingCrossEntropy``), which spreads ``alpha / K`` over all classes.
+
+    References
+    ----------
+    .. [1] Szegedy et al. "Rethinking the Inception Architecture for Computer Vision",
+       CVPR 2016.
+    .. [2] Zhou et al. "MaxSup: Overcoming Representation Collapse in Label Smoothing",
+       NeurIPS 2025, arXiv:2502.15798.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_cispa.neural import LabelSmoothingLoss
+    >>> logits, y = torch.tensor([[2.0, 0.0, 1.0]]), torch.tensor([1])
+    >>> ref = torch.nn.CrossEntropyLoss(label_smoothing=0.1)(logits, y)
+    >>> bool(torch.isclose(LabelSmoothingLoss(0.1)(logits, y), ref))
+    True
+    """
+
+    _alpha_upper = 1.0
+
+    def forward(self, logits, target):
+        """Return the batch mean of the smoothed cross-entropy."""
+        logits, target = self._flatten(logits, target)
+        kind = self._check_inputs(logits, target)
+        logp = F.log_softmax(logits, dim=1)
+        ce = self._soft_ce(logp, target, kind)
+        # -sum_k s_k log p_k with s = (1 - a) t + a / K  ==  (1 - a) CE + a * mean_k(-log p_k)
+        uniform = -logp.mean(dim=1)
+        a = self.current_alpha
+        loss = (1.0 - a) * ce + a * uniform
+        with torch.no_grad():
+            if kind == "hard":
+                zy = logits.gather(1, target.long().unsqueeze(1)).squeeze(1)
+            else:
+                zy = (target.to(logits.dtype) * logits).sum(dim=1)
+            penalty = zy - logits.mean(dim=1)
+        self._record(ce, penalty, logits, target, kind)
+        return loss.mean()
+
+
+class AlphaSchedule(Callback):
+    """skorch callback that ramps the criterion's ``alpha`` linearly over the epochs.
+
+    At the start of every epoch it calls
+    ``net.criterion_.set_progress(len(net.history) - 1, net.max_epochs)`` (skorch has
+    already appended the epoch's history row) and records the weight in the history
+    under ``"alpha"``.
+
+    Attributes
+    ----------
+    None
+
+    See Also
+    --------
+    MaxSupLoss, LabelSmoothingLoss : The criteria it drives.
+
+    Notes
+    -----
+    Raises a ``TypeError`` at the start of training when the criterion has no
+    ``set_progress`` method (for example ``torch.nn.CrossEntropyLoss``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from skorch import NeuralNetClassifier
+    >>> from sklearn_cispa.neural import AlphaSchedule, MaxSupLoss
+    >>> X = np.random.RandomState(0).randn(40, 4).astype("float32")
+    >>> y = (X[:, 0] > 0).astype("int64")
+    >>> net = NeuralNetClassifier(torch.nn.Linear(4, 2), criterion=MaxSupLoss(0.1, 0.2),
+    ...                           max_epochs=3, train_split=None, verbose=0,
+    ...                           callbacks=[AlphaSchedule()])
+    >>> [round(a, 3) for a in net.fit(X, y).history[:, "alpha"]]
+    [0.1, 0.15, 0.2]
+    """
+
+    def on_train_begin(self, net, **kwargs):
+        if not callable(getattr(net.criterion_, "set_progress", None)):
+            raise TypeError(
+                "AlphaSchedule needs a criterion with a set_progress(epoch, n_epochs) method "
+                f"(MaxSupLoss or LabelSmoothingLoss), got {type(net.criterion_).__name__}."
+            )
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.on_train_begin(net)
+        alpha = net.criterion_.set_progress(len(net.history) - 1, net.max_epochs)
+        net.history.record("alpha", float(alpha))
