@@ -1,3 +1,9 @@
 """Causal inference: augmentation-based IV regression and causal mixture discovery."""
 
-__all__ = []
+from sklearn_cispa.causal._causal_mixture import CausalMixtureDiscoverer
+from sklearn_cispa.causal._mixture_regression import MixtureOfLinearRegressions
+
+__all__ = [
+    "CausalMixtureDiscoverer",
+    "MixtureOfLinearRegressions",
+]
