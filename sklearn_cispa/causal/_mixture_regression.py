@@ -11,7 +11,6 @@ below 0.05 are dropped) and the same BIC.
 import numbers
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -32,6 +31,12 @@ def _n_params(k, n_features):
 def _max_affordable_k(n_samples, n_features, max_components):
     """Largest k whose components each have at least ``n_features + 2`` rows on average."""
     return int(min(max_components, n_samples // (n_features + 2)))
+
+
+def _logsumexp_rows(a):
+    """Row-wise log-sum-exp (scipy's version costs more in call overhead than in work here)."""
+    m = a.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(a - m).sum(axis=1, keepdims=True)))[:, 0]
 
 
 def _loglik_matrix(Z, y, B, s2, pi):
@@ -94,7 +99,7 @@ def _em_once(Z, y, k, max_iter, rng, var_floor):
         logp = (
             np.log(pi)[None, :] - 0.5 * (_LOG_2PI + np.log(s2))[None, :] - 0.5 * res2 / s2
         )
-        ll_i = logsumexp(logp, axis=1)
+        ll_i = _logsumexp_rows(logp)
         ll = float(ll_i.sum())
         R = np.exp(logp - ll_i[:, None])
         if abs(ll - ll_old) <= REL_TOL * abs(ll):
@@ -155,7 +160,7 @@ def fit_mixture_bic(Z, y, *, max_components, n_init, max_iter, entropy):
 def posterior(Z, y, B, s2, pi):
     """Posterior component probabilities, shape (n, k)."""
     logp = _loglik_matrix(Z, y, B, s2, pi)
-    return np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+    return np.exp(logp - _logsumexp_rows(logp)[:, None])
 
 
 def with_intercept(X):
@@ -208,6 +213,8 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         ``n_components``, only that entry is set.
     log_likelihood_ : float
         Training log-likelihood of the selected fit.
+    n_iter_ : int
+        EM iterations of the kept run of the selected fit (1 for the closed-form k = 1).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -336,6 +343,7 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         self.bic_ = float(fit["bic"])
         self.bic_scores_ = bics
         self.log_likelihood_ = float(fit["ll"])
+        self.n_iter_ = int(fit["n_iter"])
         self.labels_ = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
         return self
 
@@ -365,15 +373,16 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
         return with_intercept(X), y
 
-    def predict_proba(self, X, y):
-        """Posterior probabilities of the components given both X and y.
+    def predict_proba(self, X, y=None):
+        """Posterior probabilities of the components given X and y.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Regressors.
-        y : array-like of shape (n_samples,)
-            Target.
+        y : array-like of shape (n_samples,), default=None
+            Target. Without it, the probabilities given X alone are returned, which are
+            the mixing weights (the component does not depend on X in this model).
 
         Returns
         -------
@@ -381,6 +390,9 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
             Responsibilities; rows sum to one.
         """
         check_is_fitted(self)
+        if y is None:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
+            return np.tile(self.weights_, (X.shape[0], 1))
         Z, y = self._check_xy(X, y)
         return posterior(Z, y, *self._params())
 
@@ -401,6 +413,6 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         Z, y = self._check_xy(X, y)
-        ll = float(logsumexp(_loglik_matrix(Z, y, *self._params()), axis=1).sum())
+        ll = float(_logsumexp_rows(_loglik_matrix(Z, y, *self._params())).sum())
         df = _n_params(self.n_components_, self.n_features_in_)
         return -2.0 * ll + df * np.log(Z.shape[0])

@@ -1,3 +1,8 @@
 """Synthetic data generators used by the methods' papers, and small bundled data sets."""
 
-__all__ = []
+from sklearn_cispa.datasets._causal_mixture import load_cmm_demo, make_causal_mixture
+
+__all__ = [
+    "load_cmm_demo",
+    "make_causal_mixture",
+]
