@@ -570,9 +570,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         graph = nx.DiGraph()
         member = {j: m for m, s in enumerate(self.mixing_sets_) for j in s}
         for j in range(self.n_features_in_):
-            graph.add_node(
-                j, n_components=int(self.n_components_[j]), mixing_set=member.get(j, -1)
-            )
+            graph.add_node(j, n_components=int(self.n_components_[j]), mixing_set=member.get(j, -1))
         graph.add_edges_from((int(i), int(j)) for i, j in zip(*np.nonzero(self.adjacency_)))
         return graph
 

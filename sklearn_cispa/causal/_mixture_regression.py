@@ -96,9 +96,7 @@ def _em_once(Z, y, k, max_iter, rng, var_floor):
         res2 = (y[:, None] - Z @ B.T) ** 2
         s2 = np.maximum((R * res2).sum(axis=0) / Nk, var_floor)
         # E-step
-        logp = (
-            np.log(pi)[None, :] - 0.5 * (_LOG_2PI + np.log(s2))[None, :] - 0.5 * res2 / s2
-        )
+        logp = np.log(pi)[None, :] - 0.5 * (_LOG_2PI + np.log(s2))[None, :] - 0.5 * res2 / s2
         ll_i = _logsumexp_rows(logp)
         ll = float(ll_i.sum())
         R = np.exp(logp - ll_i[:, None])
