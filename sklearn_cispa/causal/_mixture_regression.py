@@ -73,11 +73,21 @@ def _ols_fit(Z, y, var_floor):
     return {"ll": ll, "B": B, "s2": s2, "pi": pi, "n_iter": 1}
 
 
-def _em_once(Z, y, k, max_iter, rng, var_floor):
-    """One EM run from a uniformly random partition of the rows (flexmix's start)."""
+def _residual_partition(Z, y, k):
+    """Rows split into k blocks of equal size by the rank of their OLS residual."""
+    n = Z.shape[0]
+    B = _wls(Z, y, np.ones((n, 1)))
+    ranks = np.argsort(np.argsort(y - Z @ B[0], kind="stable"), kind="stable")
+    return ranks * k // n
+
+
+def _em_once(Z, y, k, max_iter, rng, var_floor, start=None):
+    """One EM run from a uniformly random partition of the rows (flexmix's start), or
+    from the given partition ``start``."""
     n = Z.shape[0]
     R = np.zeros((n, k))
-    R[np.arange(n), rng.integers(k, size=n)] = 1.0
+    part = rng.integers(k, size=n) if start is None else start
+    R[np.arange(n), part] = 1.0
     ll_old = -np.inf
     ll = -np.inf
     B = s2 = pi = None
@@ -123,7 +133,8 @@ def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
         fit = None
         for r in range(n_init):
             rng = np.random.default_rng([*entropy, k, r])
-            cand = _em_once(Z, y, k, max_iter, rng, var_floor)
+            start = _residual_partition(Z, y, k) if r == 0 else None
+            cand = _em_once(Z, y, k, max_iter, rng, var_floor, start)
             if fit is None or cand["ll"] > fit["ll"]:
                 fit = cand
     fit = _order_by_weight(fit)
@@ -233,8 +244,12 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
     less than ``1e-6`` relative. k = 1 is the closed-form OLS fit with
     ``sigma^2 = RSS / n``. The BIC is ``-2 loglik + df log n`` with
     ``df = k (p + 2) + (k - 1)``. Departures from flexmix: ``n_init`` seeded restarts instead
-    of a single random start, and the weighted least squares are solved through the normal
-    equations with a negligible relative ridge (1e-10), not a QR decomposition.
+    of a single random start, the first of which is a partition of the rows into k equal
+    blocks by the rank of their OLS residual (uniformly random partitions often start next
+    to the symmetric saddle point, where the log-likelihood changes so slowly that the
+    tolerance stops EM before the components separate), and the weighted least squares
+    are solved through the normal equations with a negligible relative ridge (1e-10), not a
+    QR decomposition.
 
     References
     ----------
