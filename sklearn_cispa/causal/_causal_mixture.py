@@ -399,13 +399,13 @@ class CausalMixtureDiscoverer(BaseEstimator):
         decreasing weight; 0 where ``n_components_ == 1``).
     mixing_sets_ : list of frozenset
         Node sets sharing one latent mixing variable, sorted by smallest member.
-    mixing_labels_ : ndarray of shape (n_samples, len(mixing_sets_))
+    mixing_labels_ : ndarray of shape (n_samples, n_mixing)
         Joint labels per set, coded 0..K_m-1 by decreasing frequency.
     scores_ : ndarray of shape (n_features,)
         Latent-aware BIC of every node given its final parents.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of the features, when X has string column names.
 
     See Also

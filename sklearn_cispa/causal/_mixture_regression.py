@@ -205,13 +205,13 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
     ----------
     n_components_ : int
         Number of components of the selected fit.
-    coef_ : ndarray of shape (n_components_, n_features_in_)
+    coef_ : ndarray of shape (n_components, n_features)
         Slopes per component, components ordered by decreasing weight.
-    intercept_ : ndarray of shape (n_components_,)
+    intercept_ : ndarray of shape (n_components,)
         Intercepts per component.
-    weights_ : ndarray of shape (n_components_,)
+    weights_ : ndarray of shape (n_components,)
         Mixing weights (sum to one), in decreasing order.
-    sigma_ : ndarray of shape (n_components_,)
+    sigma_ : ndarray of shape (n_components,)
         Noise standard deviations per component.
     labels_ : ndarray of shape (n_samples,)
         Posterior argmax of the component of every training sample.
@@ -226,7 +226,7 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         EM iterations of the kept run of the selected fit (1 for the closed-form k = 1).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of the features, when X has string column names.
 
     See Also
@@ -399,7 +399,7 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_components_)
+        proba : ndarray of shape (n_samples, n_components)
             Responsibilities; rows sum to one.
         """
         check_is_fitted(self)
@@ -408,6 +408,25 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
             return np.tile(self.weights_, (X.shape[0], 1))
         Z, y = self._check_xy(X, y)
         return posterior(Z, y, *self._params())
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 of ``predict(X)`` (the mixture mean).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Regressors.
+        y : array-like of shape (n_samples,)
+            Target.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            R^2 of the mixture mean; see :meth:`bic` for a likelihood-based criterion.
+        """
+        return super().score(X, y, sample_weight=sample_weight)
 
     def bic(self, X, y):
         """Bayesian information criterion of the fitted model on (X, y).
