@@ -432,12 +432,15 @@ class CausalMixtureDiscoverer(BaseEstimator):
     *absolute* score difference, so it also rejects a much better subset.
 
     Departures from the reference code: the local fit is a numpy EM with ``n_init``
-    seeded restarts instead of R flexmix's single random start; root nodes get an
-    intercept-only mixture instead of a regression on a random dummy covariate; memo keys
-    are parent *sets* and each fit is seeded from its key; with ``search="ges"`` each
-    node's mixture is fitted on its parents plus undirected neighbours (the reference uses
-    all skeleton neighbours, children included) and no pruning is done. X is not
-    standardised. The search needs O(n_features^3) local scores; the final pruning is
+    seeded restarts instead of R flexmix's single random start, the first of them from a
+    split of the rows by OLS-residual rank (see :class:`MixtureOfLinearRegressions`);
+    root nodes get an intercept-only mixture instead of a regression on a random dummy
+    covariate; memo keys are parent *sets* and each fit is seeded from its key; with
+    ``search="ges"`` each node's mixture is fitted on its parents plus undirected
+    neighbours (the reference uses all skeleton neighbours, children included) and no
+    pruning is done. X is not standardised. A node counts as mixed when its selected fit
+    keeps more than one component (the reference tests for more than one distinct
+    label). The search needs O(n_features^3) local scores; the final pruning is
     exponential in the in-degree (memoised).
 
     References
