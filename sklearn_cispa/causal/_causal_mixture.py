@@ -98,6 +98,8 @@ class _ScoreCache:
 # graph search
 # --------------------------------------------------------------------------------------
 
+TIE_RTOL = 1e-9  # relative tolerance under which two ordering criteria are a tie
+
 
 def _topological_search(cache, n_nodes, prune_alpha):
     """TOPIC-style ordering search with the reference's forward, backward and pruning rules.
@@ -119,7 +121,12 @@ def _topological_search(cache, n_nodes, prune_alpha):
                     gain[a, b] = cache.score(e, pa[e] + [c]) - cache.score(e, pa[e])
         delta = gain - gain.T
         np.fill_diagonal(delta, -np.inf)
-        src = cand[int(np.argmin(delta.max(axis=1)))]
+        worst = delta.max(axis=1)
+        # Ties go to the first candidate. The Gaussian (k = 1) BIC is score equivalent,
+        # so two single-mechanism nodes tie exactly in theory; compare with a relative
+        # tolerance so that rounding noise does not break such ties at random.
+        scale = max(1.0, max(abs(cache.score(e, pa[e])) for e in cand))
+        src = cand[int(np.flatnonzero(worst <= worst.min() + TIE_RTOL * scale)[0])]
         cand.remove(src)
         order.append(src)
         # forward: add src -> e where it lowers the score of e
@@ -425,6 +432,10 @@ class CausalMixtureDiscoverer(BaseEstimator):
     expected by chance (Vinh et al. 2010) and more than ``mi_threshold`` are connected;
     connected components are the mixing sets, and their joint labels are the distinct rows
     of the member nodes' labels.
+
+    Ordering ties go to the first candidate, within a relative tolerance of 1e-9: the
+    single-mechanism (Gaussian) BIC is score equivalent, so two unmixed nodes tie exactly
+    in theory, and without the tolerance rounding noise would break the tie at random.
 
     Quirks of the reference code kept on purpose (the golden demo result depends on
     them): the backward step removes the parent of *smallest* positive gain, never removes

@@ -46,20 +46,27 @@ def _loglik_matrix(Z, y, B, s2, pi):
     return np.log(pi)[None, :] - 0.5 * (_LOG_2PI + np.log(s2))[None, :] - 0.5 * res2 / s2
 
 
-def _wls(Z, y, R):
+def _wls(Z, y, R, moments=None):
     """Weighted least squares for every column of responsibilities ``R`` at once.
 
     Solves the normal equations with a relative ridge of 1e-10 on the diagonal, which
     leaves full-rank problems unchanged to working precision and keeps rank-deficient
-    designs (a constant regressor next to the intercept) solvable.
+    designs (a constant regressor next to the intercept) solvable. ``moments`` are the
+    row-wise products ``(z z^T, z y)`` of :func:`_moments`, so that the weighted Gram
+    matrices of all components are one matrix product.
     """
-    Zw = R.T[:, :, None] * Z[None, :, :]  # (k, n, d)
-    G = np.matmul(Zw.transpose(0, 2, 1), Z)  # (k, d, d)
-    b = np.matmul(Zw.transpose(0, 2, 1), y)  # (k, d)
-    d = Z.shape[1]
+    ZZ, Zy = _moments(Z, y) if moments is None else moments
+    k, d = R.shape[1], Z.shape[1]
+    G = (R.T @ ZZ).reshape(k, d, d)
+    b = R.T @ Zy
     scale = np.trace(G, axis1=1, axis2=2) / d
     G = G + (1e-10 * scale + 1e-300)[:, None, None] * np.eye(d)[None]
     return np.linalg.solve(G, b[:, :, None])[:, :, 0]
+
+
+def _moments(Z, y):
+    n, d = Z.shape
+    return (Z[:, :, None] * Z[:, None, :]).reshape(n, d * d), Z * y[:, None]
 
 
 def _ols_fit(Z, y, var_floor):
@@ -81,7 +88,7 @@ def _residual_partition(Z, y, k):
     return ranks * k // n
 
 
-def _em_once(Z, y, k, max_iter, rng, var_floor, start=None):
+def _em_once(Z, y, k, max_iter, rng, var_floor, start=None, moments=None):
     """One EM run from a uniformly random partition of the rows (flexmix's start), or
     from the given partition ``start``."""
     n = Z.shape[0]
@@ -102,7 +109,7 @@ def _em_once(Z, y, k, max_iter, rng, var_floor, start=None):
         if not keep.all():
             R, Nk = R[:, keep], Nk[keep]
         pi = Nk / Nk.sum()
-        B = _wls(Z, y, R)
+        B = _wls(Z, y, R, moments)
         res2 = (y[:, None] - Z @ B.T) ** 2
         s2 = np.maximum((R * res2).sum(axis=0) / Nk, var_floor)
         # E-step
@@ -131,10 +138,11 @@ def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
         fit = _ols_fit(Z, y, var_floor)
     else:
         fit = None
+        moments = _moments(Z, y)
         for r in range(n_init):
             rng = np.random.default_rng([*entropy, k, r])
             start = _residual_partition(Z, y, k) if r == 0 else None
-            cand = _em_once(Z, y, k, max_iter, rng, var_floor, start)
+            cand = _em_once(Z, y, k, max_iter, rng, var_floor, start, moments)
             if fit is None or cand["ll"] > fit["ll"]:
                 fit = cand
     fit = _order_by_weight(fit)

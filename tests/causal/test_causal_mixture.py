@@ -287,6 +287,18 @@ def test_co_mixed_pair_and_independent_mixed_node():
     assert sorted(est.causal_order_) == [0, 1, 2, 3]
 
 
+def test_gaussian_ties_go_to_the_first_candidate():
+    # the k = 1 BIC is score equivalent: x0 -> x1 and x1 -> x0 tie, the first column wins
+    rng = np.random.default_rng(5)
+    x0 = rng.normal(size=300)
+    x1 = 0.8 * x0 + 0.5 * rng.normal(size=300)
+    for X in (np.column_stack([x0, x1]), np.column_stack([x1, x0])):
+        est = CausalMixtureDiscoverer(**FAST).fit(X)
+        np.testing.assert_array_equal(est.adjacency_, [[0, 1], [0, 0]])
+        np.testing.assert_array_equal(est.causal_order_, [0, 1])
+        np.testing.assert_array_equal(est.n_components_, [1, 1])
+
+
 def test_no_false_mixing_on_unmixed_data():
     for seed in range(2):
         X, _, sets, _ = make_causal_mixture(
