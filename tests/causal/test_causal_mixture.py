@@ -413,9 +413,9 @@ def test_golden_demo_data():
 def test_v3_edge_f1_beside_ges():
     """Spec V3 at CI size (N = 6, n = 500, PZ = 0.5, NZ = 2, 3 seeds, X standardised).
 
-    Measured: CMM F1 0.60/0.67/0.80 (mean 0.69), GES 0.67/0.44/0.67 (mean 0.59),
+    Measured: CMM F1 0.73/0.67/0.80 (mean 0.73), GES 0.67/0.44/0.67 (mean 0.59),
     DirectLiNGAM mean 0.61; mixed-node ARI mean 0.70. With 10 seeds and the defaults the
-    report row gives CMM 0.73, GES 0.54, DirectLiNGAM 0.68.
+    report row gives CMM 0.75, GES 0.54, DirectLiNGAM 0.68.
     """
     pytest.importorskip("causallearn")
     from sklearn_cispa.causal._exp_causal_mixture import compare_on_generated
