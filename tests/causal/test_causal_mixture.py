@@ -208,6 +208,11 @@ def test_mixture_bad_input():
         MixtureOfLinearRegressions(n_components=20).fit(x, y)
     with pytest.raises(ValueError, match="n_components"):
         MixtureOfLinearRegressions(n_components=0).fit(x, y)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="needs at least 5 samples"):
+        MixtureOfLinearRegressions().fit(rng.normal(size=(4, 3)), rng.normal(size=4))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        MixtureOfLinearRegressions().fit(x, y[:-1])
 
 
 def test_mixture_in_pipeline_and_grid_search():
