@@ -42,6 +42,18 @@ TEST_PARAMS = {
     ],
 
     # -- causal: CausalMixtureDiscoverer, MixtureOfLinearRegressions (issue 4)
+    "CausalMixtureDiscoverer": {
+        "max_components": 2,
+        "n_init": 1,
+        "max_iter": 20,
+        "random_state": 0,
+    },
+    "MixtureOfLinearRegressions": {
+        "max_components": 2,
+        "n_init": 1,
+        "max_iter": 20,
+        "random_state": 0,
+    },
 
     # -- rules: NeurulesClassifier (issue 5)
     "NeurulesClassifier": {"n_rules": 4, "max_epochs": 200, "random_state": 0},
@@ -106,6 +118,12 @@ EXPECTED_FAILED_CHECKS = {
     # -- causal: AugmentedIVRegressor (issue 3)
 
     # -- causal: CausalMixtureDiscoverer, MixtureOfLinearRegressions (issue 4)
+    "MixtureOfLinearRegressions": {
+        "check_regressors_no_decision_function": (
+            "the fixed API has predict_proba(X, y): posterior probabilities of the latent "
+            "mixture components, not class probabilities"
+        ),
+    },
 
     # -- rules: NeurulesClassifier (issue 5)
 

@@ -6,11 +6,14 @@ from sklearn_cispa.causal._augmentations import (
     NullSpaceTranslation,
 )
 from sklearn_cispa.causal._augmented_iv import AugmentedIVRegressor
+from sklearn_cispa.causal._causal_mixture import CausalMixtureDiscoverer
+from sklearn_cispa.causal._mixture_regression import MixtureOfLinearRegressions
 
-__all__ = []
-__all__ += [
+__all__ = [
     "AugmentedIVRegressor",
+    "CausalMixtureDiscoverer",
     "ComposeAugmentations",
     "GaussianNoiseAugmentation",
+    "MixtureOfLinearRegressions",
     "NullSpaceTranslation",
 ]

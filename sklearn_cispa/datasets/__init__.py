@@ -1,6 +1,10 @@
 """Synthetic data generators used by the methods' papers, and small bundled data sets."""
 
+from sklearn_cispa.datasets._causal_mixture import load_cmm_demo, make_causal_mixture
 from sklearn_cispa.datasets._confounded_linear import make_confounded_linear
 
-__all__ = []
-__all__ += ["make_confounded_linear"]
+__all__ = [
+    "load_cmm_demo",
+    "make_causal_mixture",
+    "make_confounded_linear",
+]

@@ -1,0 +1,231 @@
+"""CausalMixtureDiscoverer beside causal-learn GES / PC and lingam DirectLiNGAM.
+
+Data: the spec's generator (``make_causal_mixture``; P = 0.4, C = 5, K = 2, PZ = 0.5,
+NZ = 2) with N = 6 and N = 10 nodes, X standardised for every method, CPDAG undirected
+edges counted in both directions; and the reference code's demo file (6 nodes, complete
+DAG, reference F1 0.897).
+
+The CI smoke run (``asv run --quick``) must stay under a minute, so by default the data
+are small (one seed, n = 200) and the discoverer runs with ``max_components=3,
+n_init=1``; the golden demo fit (about 85 s) is skipped. Set
+``SKLEARN_CISPA_BENCH_FULL=1`` for the full protocol: 10 seeds, n = 500, the defaults
+(``max_components=5, n_init=3``) and the golden demo file.
+"""
+
+import os
+
+import numpy as np
+
+from ._common import SEED, require
+
+FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
+N_SAMPLES = 500 if FULL else 200
+N_SEEDS = 10 if FULL else 1
+CMM_PARAMS = {} if FULL else {"max_components": 3, "n_init": 1}
+NODE_SIZES = [6, 10]
+
+
+def _data(n_nodes, seed, n_samples=N_SAMPLES):
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_cispa.datasets import make_causal_mixture
+
+    X, adj, sets, Z = make_causal_mixture(
+        n_samples=n_samples, n_nodes=n_nodes, mixed_fraction=0.5, n_mixing=2, random_state=seed
+    )
+    return StandardScaler().fit_transform(X), adj, sets, Z
+
+
+def _cmm(**extra):
+    from sklearn_cispa.causal import CausalMixtureDiscoverer
+
+    return CausalMixtureDiscoverer(random_state=SEED, **{**CMM_PARAMS, **extra})
+
+
+class GeneratedGraphs:
+    """Mean directed-edge F1 (and per-node AMI) over the seeds, N = 6 and N = 10."""
+
+    params = NODE_SIZES
+    param_names = ["n_nodes"]
+    timeout = 1800
+
+    def setup_cache(self):
+        from sklearn.metrics import adjusted_mutual_info_score as ami
+
+        from sklearn_cispa.causal._cmm_eval import (
+            edge_f1,
+            gmm_node_labels,
+            run_ges,
+            run_lingam,
+            run_pc,
+        )
+        from sklearn_cispa.datasets._causal_mixture import node_truth_labels
+
+        have_cl = _has("causallearn")
+        have_lingam = _has("lingam")
+        out = {}
+        for n_nodes in NODE_SIZES:
+            res = {k: [] for k in ("cmm", "ges", "pc", "lingam", "ami_cmm", "ami_gmm")}
+            for seed in range(N_SEEDS):
+                X, adj, sets, Z = _data(n_nodes, seed)
+                est = _cmm().fit(X)
+                res["cmm"].append(edge_f1(est.adjacency_, adj))
+                mixed = sorted(set().union(*sets))
+                for j in mixed:
+                    true_pa = np.flatnonzero(adj[:, j])
+                    truth = node_truth_labels(j, np.flatnonzero(est.adjacency_[:, j]), adj, sets, Z)
+                    res["ami_cmm"].append(ami(truth, est.labels_[:, j]))
+                    truth_gmm = node_truth_labels(j, true_pa, adj, sets, Z)
+                    labels = gmm_node_labels(X, j, true_pa, random_state=SEED)
+                    res["ami_gmm"].append(ami(truth_gmm, labels))
+                if have_cl:
+                    res["ges"].append(edge_f1(run_ges(X), adj))
+                    res["pc"].append(edge_f1(run_pc(X), adj))
+                if have_lingam:
+                    res["lingam"].append(edge_f1(run_lingam(X, SEED), adj))
+            out[n_nodes] = {k: float(np.mean(v)) if v else float("nan") for k, v in res.items()}
+        return out
+
+    def track_f1_cmm(self, cache, n_nodes):
+        return cache[n_nodes]["cmm"]
+
+    def track_f1_ges(self, cache, n_nodes):
+        require("causallearn")
+        return cache[n_nodes]["ges"]
+
+    def track_f1_pc(self, cache, n_nodes):
+        require("causallearn")
+        return cache[n_nodes]["pc"]
+
+    def track_f1_directlingam(self, cache, n_nodes):
+        require("lingam")
+        return cache[n_nodes]["lingam"]
+
+    def track_ami_mixed_nodes_cmm(self, cache, n_nodes):
+        return cache[n_nodes]["ami_cmm"]
+
+    def track_ami_mixed_nodes_gaussian_mixture(self, cache, n_nodes):
+        return cache[n_nodes]["ami_gmm"]
+
+    track_f1_cmm.unit = "score"
+    track_f1_ges.unit = "score"
+    track_f1_pc.unit = "score"
+    track_f1_directlingam.unit = "score"
+    track_ami_mixed_nodes_cmm.unit = "score"
+    track_ami_mixed_nodes_gaussian_mixture.unit = "score"
+
+
+def _has(module):
+    try:
+        require(module)
+    except NotImplementedError:
+        return False
+    return True
+
+
+class FitTime:
+    """Fit time of every method on the same generated data (seed 0)."""
+
+    params = [6, 10]
+    param_names = ["n_nodes"]
+    timeout = 900
+    number = 1
+    repeat = 1
+
+    def setup(self, n_nodes):
+        self.X = _data(n_nodes, 0)[0]
+
+    def time_fit_cmm(self, n_nodes):
+        _cmm().fit(self.X)
+
+    def time_fit_ges(self, n_nodes):
+        require("causallearn")
+        from sklearn_cispa.causal._cmm_eval import run_ges
+
+        run_ges(self.X)
+
+    def time_fit_pc(self, n_nodes):
+        require("causallearn")
+        from sklearn_cispa.causal._cmm_eval import run_pc
+
+        run_pc(self.X)
+
+    def time_fit_directlingam(self, n_nodes):
+        require("lingam")
+        from sklearn_cispa.causal._cmm_eval import run_lingam
+
+        run_lingam(self.X)
+
+
+class LocalScore:
+    """Time of one latent-aware local score (K_max * n_init EM runs), by n and |parents|."""
+
+    params = [[300, 1000], [0, 3]]
+    param_names = ["n_samples", "n_parents"]
+
+    def setup(self, n_samples, n_parents):
+        self.X = _data(6, 0, n_samples=n_samples)[0]
+
+    def time_local_score(self, n_samples, n_parents):
+        from sklearn_cispa.causal._causal_mixture import _local_score_task
+
+        _local_score_task(self.X, 5, tuple(range(n_parents)), 5, 3, 200, SEED)
+
+
+class Scaling:
+    """Fit time as the number of nodes and of samples grow (reduced settings in quick)."""
+
+    params = [[4, 6, 8] if FULL else [3, 5], [250, 1000] if FULL else [200, 400]]
+    param_names = ["n_nodes", "n_samples"]
+    timeout = 1800
+    number = 1
+    repeat = 1
+
+    def setup(self, n_nodes, n_samples):
+        self.X = _data(n_nodes, 0, n_samples=n_samples)[0]
+
+    def time_fit(self, n_nodes, n_samples):
+        _cmm().fit(self.X)
+
+
+class GoldenDemo:
+    """The reference demo file with the defaults (full runs only: about 85 s a fit)."""
+
+    timeout = 1800
+    number = 1
+    repeat = 1
+
+    def setup(self):
+        if not FULL:
+            raise NotImplementedError("set SKLEARN_CISPA_BENCH_FULL=1 for the golden demo fit")
+        from sklearn_cispa.datasets import load_cmm_demo
+
+        self.X, self.adj = load_cmm_demo()
+
+    def time_fit_cmm(self):
+        from sklearn_cispa.causal import CausalMixtureDiscoverer
+
+        CausalMixtureDiscoverer(random_state=SEED).fit(self.X)
+
+    def track_f1_cmm(self):
+        from sklearn_cispa.causal import CausalMixtureDiscoverer
+        from sklearn_cispa.causal._cmm_eval import edge_f1
+
+        est = CausalMixtureDiscoverer(random_state=SEED).fit(self.X)
+        return edge_f1(est.adjacency_, self.adj)
+
+    def track_f1_ges(self):
+        require("causallearn")
+        from sklearn_cispa.causal._cmm_eval import edge_f1, run_ges
+
+        return edge_f1(run_ges(self.X), self.adj)
+
+    def track_f1_directlingam(self):
+        require("lingam")
+        from sklearn_cispa.causal._cmm_eval import edge_f1, run_lingam
+
+        return edge_f1(run_lingam(self.X, SEED), self.adj)
+
+    track_f1_cmm.unit = "score"
+    track_f1_ges.unit = "score"
+    track_f1_directlingam.unit = "score"

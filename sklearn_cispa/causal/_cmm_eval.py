@@ -1,0 +1,87 @@
+"""Evaluation helpers of the causal mixture experiments (report row, benchmark, example).
+
+Graph metrics on N x N adjacency matrices (``A[i, j] == 1`` iff ``i -> j``) and thin
+adapters to the peers (causal-learn GES / PC, lingam DirectLiNGAM, scikit-learn
+GaussianMixture), which are optional: the caller imports them first.
+"""
+
+import numpy as np
+
+
+def edge_counts(est, true):
+    """TP, FP, FN of directed edges (a reversed edge is one FP and one FN)."""
+    est = np.asarray(est) != 0
+    true = np.asarray(true) != 0
+    return int((est & true).sum()), int((est & ~true).sum()), int((~est & true).sum())
+
+
+def edge_f1(est, true):
+    """Directed-edge F1 = 2 TP / (2 TP + FP + FN) (1.0 when both graphs are empty)."""
+    tp, fp, fn = edge_counts(est, true)
+    denom = 2 * tp + fp + fn
+    return 1.0 if denom == 0 else 2 * tp / denom
+
+
+def shd(est, true):
+    """Structural Hamming distance: insertions, deletions and reversals, each once."""
+    est = np.asarray(est) != 0
+    true = np.asarray(true) != 0
+    n = len(true)
+    iu = np.triu_indices(n, 1)
+    differs = (est[iu] != true[iu]) | (est.T[iu] != true.T[iu])
+    return int(differs.sum())
+
+
+def cpdag_to_adjacency(graph):
+    """causal-learn's endpoint matrix to an adjacency: ``graph[j, i] == 1`` and
+    ``graph[i, j] == -1`` is ``i -> j``; -1/-1 (undirected) is counted both ways."""
+    graph = np.asarray(graph)
+    n = len(graph)
+    adj = np.zeros((n, n), dtype=np.int64)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            if graph[j, i] == 1 and graph[i, j] == -1:
+                adj[i, j] = 1
+            elif graph[i, j] == -1 and graph[j, i] == -1:
+                adj[i, j] = 1
+    return adj
+
+
+def run_ges(X):
+    """causal-learn GES with its BIC score; returns the adjacency (CPDAG, both ways)."""
+    from causallearn.search.ScoreBased.GES import ges
+
+    return cpdag_to_adjacency(ges(X, score_func="local_score_BIC")["G"].graph)
+
+
+def run_pc(X, alpha=0.05):
+    """causal-learn PC with Fisher-z tests; returns the adjacency (CPDAG, both ways)."""
+    from causallearn.search.ConstraintBased.PC import pc
+
+    cg = pc(X, alpha, "fisherz", show_progress=False)
+    return cpdag_to_adjacency(cg.G.graph)
+
+
+def run_lingam(X, random_state=0):
+    """lingam DirectLiNGAM; its ``adjacency_matrix_[i, j] != 0`` means ``j -> i``."""
+    import lingam
+
+    model = lingam.DirectLiNGAM(random_state=random_state).fit(X)
+    return (np.abs(model.adjacency_matrix_) > 0).T.astype(np.int64)
+
+
+def gmm_node_labels(X, node, parents, max_components=5, random_state=0):
+    """The "clusGMM" baseline: a GaussianMixture on ``[X_parents, X_node]`` with k chosen
+    by BIC in 1..max_components; returns its labels."""
+    from sklearn.mixture import GaussianMixture
+
+    data = X[:, list(parents) + [node]]
+    best, best_bic = None, np.inf
+    for k in range(1, max_components + 1):
+        gm = GaussianMixture(k, random_state=random_state).fit(data)
+        bic = gm.bic(data)
+        if bic < best_bic:
+            best, best_bic = gm, bic
+    return best.predict(data)
