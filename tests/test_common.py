@@ -18,8 +18,12 @@ import inspect
 import pytest
 from numpydoc.docscrape import ClassDoc, FunctionDoc
 from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.naive_bayes import GaussianNB
+from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
+from sklearn_cispa.causal import GaussianNoiseAugmentation
 from sklearn_cispa.utils import all_estimators, all_functions
 
 # --------------------------------------------------------------------------------------
@@ -31,11 +35,11 @@ TEST_PARAMS = {
     "AugmentedIVRegressor": [
         {},
         {
-            "augmentation": __import__("sklearn_cispa.causal").causal.GaussianNoiseAugmentation(),
+            "augmentation": GaussianNoiseAugmentation(),
             "n_alphas": 3,
         },
         {
-            "augmentation": __import__("sklearn_cispa.causal").causal.GaussianNoiseAugmentation(),
+            "augmentation": GaussianNoiseAugmentation(),
             "alpha": 0.0,
             "n_augment": 2,
         },
@@ -59,39 +63,33 @@ TEST_PARAMS = {
     "NeurulesClassifier": {"n_rules": 4, "max_epochs": 200, "random_state": 0},
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
-    # (inline import: this block is the only part of the file the method may touch)
     "RCP1Conformal": [
         {
-            "estimator": __import__("sklearn.linear_model", fromlist=["_"]).LogisticRegression(
-                max_iter=200
-            ),
+            "estimator": LogisticRegression(max_iter=200),
             "noise_augmentation": 2,
         },
         {
-            "estimator": __import__("sklearn.linear_model", fromlist=["_"]).Ridge(),
+            "estimator": Ridge(),
             "noise_augmentation": 2,
         },
     ],
     "SmoothedConformal": {
-        "estimator": __import__("sklearn.linear_model", fromlist=["_"]).LogisticRegression(
-            max_iter=200
-        ),
+        "estimator": LogisticRegression(max_iter=200),
         "n_samples": 4,
         "noise_augmentation": 2,
     },
 
     # -- uncertainty: MMIUncertainty (issue 7)
-    # (imports inline so that this block is the only part of the file the method touches)
     "MMIUncertainty": [
         {
-            "estimator": __import__("sklearn.tree").tree.DecisionTreeClassifier(max_depth=3),
+            "estimator": DecisionTreeClassifier(max_depth=3),
             "n_members": 3,
             "random_state": 0,
         },
         {
             "estimator": [
-                __import__("sklearn.tree").tree.DecisionTreeClassifier(max_depth=2, random_state=0),
-                __import__("sklearn.naive_bayes").naive_bayes.GaussianNB(),
+                DecisionTreeClassifier(max_depth=2, random_state=0),
+                GaussianNB(),
             ],
             "method": "linear",
         },
@@ -114,6 +112,11 @@ TEST_PARAMS = {
 # --------------------------------------------------------------------------------------
 # Table 2: checks that cannot pass, keyed by class name, each with its reason.
 # --------------------------------------------------------------------------------------
+_SCORE_PARAM_SHADOWS_METHOD = (
+    "the fixed API's `score` hyperparameter (the conformity score) shadows the `score` "
+    "method that the check calls, so the wrapper has no score method"
+)
+
 EXPECTED_FAILED_CHECKS = {
     # -- causal: AugmentedIVRegressor (issue 3)
 
@@ -129,44 +132,17 @@ EXPECTED_FAILED_CHECKS = {
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
     "RCP1Conformal": {
-        "check_fit_score_takes_y": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_n_features_in_after_fitting": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_pipeline_consistency": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_regressors_train": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_regressors_train(readonly_memmap=True)": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_regressors_train(readonly_memmap=True,X_dtype=float32)": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
+        "check_fit_score_takes_y": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_n_features_in_after_fitting": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_pipeline_consistency": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_regressors_train": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_regressors_train(readonly_memmap=True)": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_regressors_train(readonly_memmap=True,X_dtype=float32)": _SCORE_PARAM_SHADOWS_METHOD,
     },
     "SmoothedConformal": {
-        "check_fit_score_takes_y": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_n_features_in_after_fitting": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
-        "check_pipeline_consistency": (
-            "the fixed API's `score` hyperparameter (conformity score) shadows the "
-            "`score` method the check calls"
-        ),
+        "check_fit_score_takes_y": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_n_features_in_after_fitting": _SCORE_PARAM_SHADOWS_METHOD,
+        "check_pipeline_consistency": _SCORE_PARAM_SHADOWS_METHOD,
     },
 
     # -- uncertainty: MMIUncertainty (issue 7)
