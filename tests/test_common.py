@@ -37,6 +37,11 @@ TEST_PARAMS = {
     # -- uncertainty: MMIUncertainty (issue 7)
 
     # -- certification: MIBPCertifier (issue 8)
+    "MIBPCertifier": [
+        {"bound": "interval", "n_epochs": 3, "learning_rate": 0.5, "random_state": 0},
+        {"model": "mlp", "hidden_layer_sizes": (3,), "bound": "interval", "n_epochs": 2,
+         "learning_rate": 0.5, "random_state": 0},
+    ],
 
     # -- neural: MLPNetClassifier (issue 9)
 

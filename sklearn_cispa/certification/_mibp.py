@@ -289,6 +289,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # a few full-batch hinge steps at the default learning rate can underfit
         tags.classifier_tags.poor_score = True
         return tags
 
