@@ -436,9 +436,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             objectives.append((idx, coef, c0, -1.0))
         seeds = spawn_seeds(base_seed + epoch, len(objectives))
         if self.bound == "mibp":
-            tasks = [
-                (data, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)
-            ]
+            tasks = [(data, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)]
             results = [r[0] for r in parallel_map(_scip_solve, tasks, n_jobs=self.n_jobs)]
         else:
             n_chunks = max(1, min(effective_n_jobs(self.n_jobs), len(objectives)))

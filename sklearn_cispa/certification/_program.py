@@ -114,7 +114,7 @@ class Program:
     def _single(self, e):
         """The variable index when ``e`` is exactly one variable, else None."""
         if e.const == 0.0 and len(e.terms) == 1:
-            (k, v), = e.terms.items()
+            ((k, v),) = e.terms.items()
             if v == 1.0:
                 return k
         return None

@@ -326,8 +326,10 @@ def test_interval_gradient_encloses_samples(seed, model, n_classes, eps, width, 
     P = sum(int(np.prod(s)) for _, s in shapes)
     X = rng.normal(size=(n, F))
     y = rng.integers(0, n_classes, size=n)
-    Y = np.where(y == 1, 1.0, -1.0)[:, None] if n_out == 1 else np.where(
-        y[:, None] == np.arange(n_out), 1.0, -1.0
+    Y = (
+        np.where(y == 1, 1.0, -1.0)[:, None]
+        if n_out == 1
+        else np.where(y[:, None] == np.arange(n_out), 1.0, -1.0)
     )
     center = rng.normal(scale=0.5, size=P)
     tl, tu = center - width, center + width
@@ -374,9 +376,7 @@ def test_mlp_mibp_certify_uses_solver_and_agrees_with_lp():
 
 def test_solver_failure_never_certifies(monkeypatch):
     def failing(data, objectives, time_limit, seed):
-        return [{"bound": np.nan, "status": "error", "time": 0.0, "gap": np.nan}] * len(
-            objectives
-        )
+        return [{"bound": np.nan, "status": "error", "time": 0.0, "gap": np.nan}] * len(objectives)
 
     X, y = _moons(20)
     kw = dict(model="mlp", hidden_layer_sizes=(3,), epsilon=0.05, n_epochs=2)
