@@ -140,7 +140,8 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     perturbed : "all", int or array-like of bool, default="all"
         Which training rows may move: ``"all"``, an int k (at most k rows move, which ones
         is up to the adversary) or a boolean mask of length ``n_samples`` (only the marked
-        rows move).
+        rows move; a mask refers to the rows of the ``X`` given to ``fit``, so it does not
+        follow the folds of a cross-validation).
     label_flips : int, default=0
         At most this many training labels may flip (two classes only).
     n_epochs : int, default=10
@@ -169,7 +170,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         Class labels.
     n_features_in_ : int
         Number of features seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (only when ``X`` has string column names).
     params_ : ndarray of shape (n_params,)
         Final nominal parameters, flat: ``[W row-major (O x F), b (O)]`` for the linear

@@ -131,6 +131,19 @@ def test_soundness_mlp():
 
 
 @pytest.mark.slow
+def test_soundness_mlp_multiclass():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::12, :2], y[::12]
+    X = StandardScaler().fit_transform(X)
+    datasets = _draw_datasets(X, y, 0.02, 20, np.random.default_rng(6))
+    kw = dict(model="mlp", hidden_layer_sizes=(2,), epsilon=0.02, n_epochs=2)
+    for bound in ("lp", "mibp"):
+        cert = _fit(X, y, bound=bound, **kw)
+        assert cert.param_bounds_.shape == (2, 2 * 2 + 2 + 3 * 2 + 3)
+        _assert_sound(cert, datasets, X)
+
+
+@pytest.mark.slow
 def test_soundness_longer_run():
     X, y = _moons(40)
     X_test, _ = _moons(60, seed=1)
