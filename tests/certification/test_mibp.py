@@ -360,6 +360,46 @@ def test_interval_gradient_encloses_samples(seed, model, n_classes, eps, width, 
         assert np.all(g >= gl - 1e-9) and np.all(g <= gu + 1e-9)
 
 
+@settings(deadline=None, max_examples=6)
+@given(
+    seed=st.integers(0, 10_000),
+    model=st.sampled_from(["linear", "mlp"]),
+    n_classes=st.sampled_from([2, 3]),
+    eps=st.sampled_from([0.0, 0.02, 0.1]),
+    perturbed=st.sampled_from(["all", 2, "mask"]),
+    flips=st.sampled_from([0, 1]),
+    bound=st.sampled_from(BOUNDS),
+)
+def test_estimator_sound_on_random_data(seed, model, n_classes, eps, perturbed, flips, bound):
+    rng = np.random.default_rng(seed)
+    n, F = 7, 2
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)
+    if n_classes > 2:
+        flips = 0
+    mask = rng.random(n) < 0.5
+    pert = mask if perturbed == "mask" else perturbed
+    cert = _fit(
+        X,
+        y,
+        model=model,
+        hidden_layer_sizes=(2,),
+        epsilon=eps,
+        perturbed=pert,
+        label_flips=flips,
+        n_epochs=2,
+        bound=bound,
+        time_limit=2.0,
+        random_state=seed,
+    )
+    kw = {"budget": 2} if perturbed == 2 else {"mask": mask} if perturbed == "mask" else {}
+    datasets = _draw_datasets(X, y, eps, 20, rng, flips=flips, **kw)
+    X_test = rng.normal(size=(10, F))
+    datasets = [(Xp, yp) for Xp, yp in datasets if len(np.unique(yp)) == n_classes]
+    _assert_sound(cert, datasets, X_test)
+
+
 @settings(deadline=None, max_examples=15)
 @given(seed=st.integers(0, 10_000), eps=st.floats(0.0, 0.1))
 def test_linear_certificate_holds_at_box_vertices(seed, eps):
