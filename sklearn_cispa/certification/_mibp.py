@@ -8,7 +8,12 @@ from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from sklearn_cispa.certification._interval import (
     forward,
@@ -566,5 +571,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             ``mean(certify(X) & (predict(X) == y))``.
         """
         check_is_fitted(self)
+        y = column_or_1d(y)
+        check_consistent_length(X, y)
         cert = self.certify(X)
-        return float(np.mean(cert & (self.predict(X) == np.asarray(y))))
+        return float(np.mean(cert & (self.predict(X) == y)))
