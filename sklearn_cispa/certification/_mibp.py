@@ -21,7 +21,6 @@ from sklearn_cispa.certification._interval import (
     init_params,
     interval_certify,
     interval_step,
-    n_params,
     param_shapes,
 )
 from sklearn_cispa.certification._lp import solve_lp_objectives
@@ -390,7 +389,6 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         threat = self._threat(n)
         Y = self._targets(y_enc)
         self._shapes = param_shapes(self.model, F, H, n_out)
-        P = n_params(self._shapes)
         base_seed = seed_from_random_state(self.random_state)
         theta = init_params(self.model, self._shapes, base_seed)
         self.init_params_ = theta.copy()
@@ -426,7 +424,6 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         self._n_hidden_ = H
         self._n_outputs_ = n_out
         self._seed = base_seed
-        assert self.params_.shape == (P,)
         return self
 
     def _solver_step(self, tl, tu, il, iu, X, Y, threat, epoch, base_seed):
