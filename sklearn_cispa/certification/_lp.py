@@ -13,6 +13,7 @@ it looser, never unsound.
 """
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -124,7 +125,11 @@ def solve_lp_objectives(data, objectives, time_limit):
         cpar.value = c
         start = time.perf_counter()
         try:
-            problem.solve(solver=solver, **kwargs)
+            with warnings.catch_warnings():
+                # "Solution may be inaccurate": harmless here, the bound is recomputed
+                # from the duals below and stays valid for inaccurate multipliers
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=solver, **kwargs)
             status = problem.status
         except cp.error.SolverError:
             status = "solver_error"
