@@ -145,8 +145,8 @@ def solve_lp_objectives(data, objectives, time_limit):
         lam = cons[0].dual_value if A_ub.shape[0] else None
         mu = cons[1 if A_ub.shape[0] else 0].dual_value if A_eq.shape[0] else None
         low = _safe_lower_bound(c, A_ub, b_ub, A_eq, b_eq, lb, ub, lam, mu)
-        primal = float(problem.value)
-        gap = abs(primal - low) / max(1.0, abs(primal)) if np.isfinite(low) else np.nan
+        primal = float(problem.value) if problem.value is not None else np.nan
+        gap = abs(primal - low) / max(1.0, abs(primal)) if np.isfinite(low + primal) else np.nan
         bound = sense * low + c0 if np.isfinite(low) else np.nan
         results.append({"bound": bound, "status": str(status), "time": elapsed, "gap": gap})
     return results
