@@ -96,6 +96,11 @@ TEST_PARAMS = {
     ],
 
     # -- certification: MIBPCertifier (issue 8)
+    "MIBPCertifier": [
+        {"bound": "interval", "n_epochs": 3, "learning_rate": 0.5, "random_state": 0},
+        {"model": "mlp", "hidden_layer_sizes": (3,), "bound": "interval", "n_epochs": 2,
+         "learning_rate": 0.5, "random_state": 0},
+    ],
 
     # -- neural: MLPNetClassifier (issue 9)
     "MLPNetClassifier": [

@@ -1,3 +1,5 @@
 """Certified robustness to training-data perturbations."""
 
-__all__ = []
+from sklearn_cispa.certification._mibp import MIBPCertifier
+
+__all__ = ["MIBPCertifier"]

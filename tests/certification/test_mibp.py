@@ -1,0 +1,561 @@
+"""Tests of MIBPCertifier (spec: shared/specs/mibp_cert.md, section 7)."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_iris, make_moons
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_cispa.certification import MIBPCertifier
+from sklearn_cispa.certification import _mibp as mibp_module
+from sklearn_cispa.certification._interval import (
+    gradient_interval,
+    hinge_gradient,
+    param_shapes,
+)
+from sklearn_cispa.certification._program import Program, const, esum, expr_data
+
+BOUNDS = ["interval", "lp", "mibp"]
+TOL = 1e-6
+
+
+def _moons(n=30, seed=0):
+    return make_moons(n_samples=n, noise=0.1, random_state=seed)
+
+
+def _fit(X, y, **kw):
+    params = dict(learning_rate=0.5, n_epochs=3, random_state=0, time_limit=5.0)
+    params.update(kw)
+    return MIBPCertifier(**params).fit(X, y)
+
+
+def _draw_datasets(X, y, eps, n_draws, rng, *, budget=None, mask=None, flips=0):
+    """Perturbed training sets of the threat model: half box vertices, half uniform draws."""
+    out = []
+    n, F = X.shape
+    for d in range(n_draws):
+        if d < n_draws // 2:
+            delta = eps * rng.choice([-1.0, 1.0], size=(n, F))
+        else:
+            delta = rng.uniform(-eps, eps, size=(n, F))
+        if budget is not None:
+            keep = np.zeros(n, dtype=bool)
+            keep[rng.choice(n, size=budget, replace=False)] = True
+            delta *= keep[:, None]
+        if mask is not None:
+            delta *= mask[:, None]
+        y2 = y.copy()
+        if flips:
+            rows = rng.choice(n, size=rng.integers(0, flips + 1), replace=False)
+            y2[rows] = 1 - y2[rows]
+        out.append((X + delta, y2))
+    return out
+
+
+def _assert_sound(cert, datasets, X_test, **fit_kw):
+    """Each perturbed retraining stays in the boxes; certified predictions never change."""
+    lo, hi = cert.bounds_history_[:, 0], cert.bounds_history_[:, 1]
+    certified = cert.certify(X_test)
+    pred = cert.predict(X_test)
+    for Xp, yp in datasets:
+        ref = MIBPCertifier(
+            epsilon=0.0,
+            bound="interval",
+            learning_rate=cert.learning_rate,
+            n_epochs=cert.n_epochs,
+            random_state=cert.random_state,
+            model=cert.model,
+            hidden_layer_sizes=cert.hidden_layer_sizes,
+            **fit_kw,
+        ).fit(Xp, yp)
+        path = ref.bounds_history_  # zero-width boxes around the perturbed run
+        assert np.all(path[:, 0] >= lo - TOL), "a perturbed run left the lower bound"
+        assert np.all(path[:, 1] <= hi + TOL), "a perturbed run left the upper bound"
+        assert np.array_equal(ref.predict(X_test)[certified], pred[certified])
+
+
+# --------------------------------------------------------------------------------------
+# 1. soundness by sampling
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps", [0.01, 0.05])
+def test_soundness_by_sampling_all_rows(eps):
+    X, y = _moons(30)
+    X_test, _ = _moons(50, seed=1)
+    datasets = _draw_datasets(X, y, eps, 200, np.random.default_rng(0))
+    for bound in BOUNDS:
+        cert = _fit(X, y, epsilon=eps, bound=bound)
+        _assert_sound(cert, datasets, X_test)
+
+
+@pytest.mark.parametrize("variant", ["budget", "mask", "flips"])
+def test_soundness_by_sampling_threat_variants(variant):
+    X, y = _moons(30)
+    X_test, _ = _moons(50, seed=1)
+    rng = np.random.default_rng(1)
+    mask = np.zeros(len(y), dtype=bool)
+    mask[::4] = True
+    kw = {"budget": {"perturbed": 3}, "mask": {"perturbed": mask}, "flips": {"label_flips": 2}}
+    draw_kw = {"budget": {"budget": 3}, "mask": {"mask": mask}, "flips": {"flips": 2}}
+    datasets = _draw_datasets(X, y, 0.05, 100, rng, **draw_kw[variant])
+    for bound in BOUNDS:
+        cert = _fit(X, y, epsilon=0.05, bound=bound, **kw[variant])
+        _assert_sound(cert, datasets, X_test)
+
+
+def test_soundness_multiclass():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::6, :2], y[::6]
+    X = StandardScaler().fit_transform(X)
+    datasets = _draw_datasets(X, y, 0.02, 40, np.random.default_rng(2))
+    for bound in BOUNDS:
+        cert = _fit(X, y, epsilon=0.02, bound=bound, n_epochs=2)
+        assert cert.param_bounds_.shape == (2, 3 * 2 + 3)
+        _assert_sound(cert, datasets, X)
+
+
+@pytest.mark.slow
+def test_soundness_mlp():
+    X, y = _moons(20)
+    X_test, _ = _moons(40, seed=1)
+    datasets = _draw_datasets(X, y, 0.01, 50, np.random.default_rng(3))
+    kw = dict(model="mlp", hidden_layer_sizes=(4,), epsilon=0.01, n_epochs=2)
+    for bound in BOUNDS:
+        cert = _fit(X, y, bound=bound, **kw)
+        _assert_sound(cert, datasets, X_test)
+
+
+@pytest.mark.slow
+def test_soundness_mlp_multiclass():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::12, :2], y[::12]
+    X = StandardScaler().fit_transform(X)
+    datasets = _draw_datasets(X, y, 0.02, 20, np.random.default_rng(6))
+    kw = dict(model="mlp", hidden_layer_sizes=(2,), epsilon=0.02, n_epochs=2)
+    for bound in ("lp", "mibp"):
+        cert = _fit(X, y, bound=bound, **kw)
+        assert cert.param_bounds_.shape == (2, 2 * 2 + 2 + 3 * 2 + 3)
+        _assert_sound(cert, datasets, X)
+
+
+@pytest.mark.slow
+def test_soundness_longer_run():
+    X, y = _moons(40)
+    X_test, _ = _moons(60, seed=1)
+    datasets = _draw_datasets(X, y, 0.01, 200, np.random.default_rng(4))
+    cert = _fit(X, y, epsilon=0.01, bound="mibp", n_epochs=10)
+    _assert_sound(cert, datasets, X_test)
+
+
+def test_time_limited_solves_stay_sound():
+    X, y = _moons(30)
+    datasets = _draw_datasets(X, y, 0.05, 40, np.random.default_rng(5))
+    cert = _fit(X, y, epsilon=0.05, bound="mibp", time_limit=1e-3)
+    _assert_sound(cert, datasets, X)
+
+
+# --------------------------------------------------------------------------------------
+# 2. never looser than intervals; the LP between the two
+# --------------------------------------------------------------------------------------
+def test_mibp_inside_lp_inside_interval():
+    X, y = _moons(30)
+    X_test, y_test = _moons(60, seed=1)
+    certs = {b: _fit(X, y, epsilon=0.05, bound=b, n_epochs=4) for b in BOUNDS}
+    ivl = certs["interval"].bounds_history_
+    for b in ("lp", "mibp"):
+        h = certs[b].bounds_history_
+        assert np.all(h[:, 0] >= ivl[:, 0] - 1e-12)
+        assert np.all(h[:, 1] <= ivl[:, 1] + 1e-12)
+        acc = certs[b].certified_accuracy(X_test, y_test)
+        assert acc >= certs["interval"].certified_accuracy(X_test, y_test)
+    stats = certs["mibp"].solver_stats_
+    if all(s["status"] in ("optimal", "gaplimit") for s in stats):
+        h, lp = certs["mibp"].bounds_history_, certs["lp"].bounds_history_
+        assert np.all(h[:, 0] >= lp[:, 0] - 1e-5)
+        assert np.all(h[:, 1] <= lp[:, 1] + 1e-5)
+    # exactness pays off: strictly tighter than intervals at the end
+    width = {b: np.sum(c.param_bounds_[1] - c.param_bounds_[0]) for b, c in certs.items()}
+    assert width["mibp"] < width["interval"]
+
+
+@pytest.mark.slow
+def test_mibp_much_tighter_than_interval_after_ten_steps():
+    X, y = _moons(40)
+    kw = dict(epsilon=0.01, n_epochs=10, time_limit=10.0)
+    mib = _fit(X, y, bound="mibp", **kw)
+    ivl = _fit(X, y, bound="interval", **kw)
+    w_m = np.sum(mib.bounds_history_[10, 1] - mib.bounds_history_[10, 0])
+    w_i = np.sum(ivl.bounds_history_[10, 1] - ivl.bounds_history_[10, 0])
+    assert w_i / w_m >= 5.0
+    # some coordinate's width shrinks between two steps (impossible for intervals)
+    widths = mib.bounds_history_[:, 1] - mib.bounds_history_[:, 0]
+    assert np.any(widths[1:] < widths[:-1] - 1e-6)
+
+
+# --------------------------------------------------------------------------------------
+# 3. degenerate case epsilon = 0
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_epsilon_zero_is_degenerate(bound):
+    X, y = _moons(30)
+    X_test, y_test = _moons(60, seed=1)
+    cert = _fit(X, y, epsilon=0.0, bound=bound, n_epochs=10)
+    assert np.all(cert.param_bounds_[1] - cert.param_bounds_[0] <= 1e-4)
+    assert np.all(cert.param_bounds_[0] <= cert.params_)
+    assert np.all(cert.params_ <= cert.param_bounds_[1])
+    margin = np.abs(cert.decision_function(X_test))
+    keep = margin >= 1e-3
+    assert keep.sum() >= 55
+    assert np.all(cert.certify(X_test)[keep])
+    acc = np.mean(cert.predict(X_test[keep]) == y_test[keep])
+    assert cert.certified_accuracy(X_test[keep], y_test[keep]) == pytest.approx(acc)
+
+
+# --------------------------------------------------------------------------------------
+# 4. monotone in epsilon
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_monotone_in_epsilon(bound):
+    X, y = _moons(30)
+    X_test, y_test = _moons(60, seed=1)
+    certs = [_fit(X, y, epsilon=e, bound=bound) for e in (0.0, 1e-3, 1e-2, 5e-2)]
+    tol = 1e-12 if bound == "interval" else 1e-5
+    solved = all(s["status"] in ("optimal", "gaplimit") for c in certs for s in c.solver_stats_)
+    # nesting of solver boxes is exact only when no solve stopped at its time limit
+    for small, large in zip(certs[:-1], certs[1:]) if solved else []:
+        assert np.all(large.bounds_history_[:, 0] <= small.bounds_history_[:, 0] + tol)
+        assert np.all(large.bounds_history_[:, 1] >= small.bounds_history_[:, 1] - tol)
+    accs = [c.certified_accuracy(X_test, y_test) for c in certs]
+    assert all(a >= b for a, b in zip(accs[:-1], accs[1:])) or not solved
+    assert accs[0] > accs[-1] or accs[-1] > 0  # not trivially zero everywhere
+
+
+# --------------------------------------------------------------------------------------
+# 5. closed forms and the nominal run
+# --------------------------------------------------------------------------------------
+def _reference_gd(X, y01, theta0, lr, n_epochs):
+    ys = np.where(y01 == 1, 1.0, -1.0)
+    w, b = theta0[:-1].copy(), float(theta0[-1])
+    for _ in range(n_epochs):
+        m = ys * (X @ w + b)
+        active = m < 1
+        gw = -(ys[active, None] * X[active]).sum(axis=0) / len(ys)
+        gb = -ys[active].sum() / len(ys)
+        w, b = w - lr * gw, b - lr * gb
+    return np.concatenate([w, [b]])
+
+
+def test_nominal_run_matches_reference_and_is_shared():
+    X, y = _moons(30)
+    certs = [_fit(X, y, epsilon=0.01, bound=b, n_epochs=4) for b in BOUNDS]
+    for c in certs[1:]:
+        np.testing.assert_array_equal(c.params_, certs[0].params_)
+    ref = _reference_gd(X, y, certs[0].init_params_, 0.5, 4)
+    np.testing.assert_allclose(certs[0].params_, ref, rtol=1e-12, atol=1e-12)
+    # the initial parameters depend only on the random_state and the data's shape
+    X2, y2 = _moons(30, seed=7)
+    other = _fit(X2 * 3.0, y2, epsilon=0.01, bound="interval", n_epochs=1)
+    np.testing.assert_array_equal(other.init_params_, certs[0].init_params_)
+    assert certs[0].init_params_[-1] == 0.0  # zero bias
+
+
+def _scip_min_score(lo, hi, x, s):
+    prog = Program()
+    theta = [prog.var(a, b) for a, b in zip(lo, hi)]
+    z = esum([theta[f] * float(x[f]) for f in range(len(x))]) + theta[-1]
+    (res,) = mibp_module._scip_solve(prog.to_data(), [(*expr_data(z * s), 1.0)], 10.0, 0)
+    return res["bound"]
+
+
+def test_linear_certify_matches_scip():
+    X, y = _moons(30)
+    X_test, _ = _moons(50, seed=2)
+    cert = _fit(X, y, epsilon=0.05, bound="interval", n_epochs=4)
+    lo, hi = cert.param_bounds_
+    s = np.where(cert.decision_function(X_test) > 0, 1.0, -1.0)
+    scip = np.array([_scip_min_score(lo, hi, x, si) for x, si in zip(X_test, s)])
+    ours = cert.certify(X_test)
+    close = np.abs(scip) < 1e-6
+    np.testing.assert_array_equal(ours[~close], scip[~close] > 0)
+    assert 0 < ours.sum() < len(ours)  # both outcomes occur
+
+
+def test_gradient_closed_form_single_row():
+    # one row x = (1, 2), y = +1, linear model at theta = (0, 0, 0): margin 0 < 1, so
+    # grad = -(x, 1); with every |x'_f - x_f| <= eps the interval is exact: -(x +- eps, 1)
+    shapes = param_shapes("linear", 2, 0, 1)
+    X, Y = np.array([[1.0, 2.0]]), np.array([[1.0]])
+    threat = {"epsilon": 0.5, "moving": np.array([True]), "budget": None, "flips": 0}
+    gl, gu = gradient_interval(np.zeros(3), np.zeros(3), X, Y, threat, "linear", shapes)
+    np.testing.assert_allclose(gl, [-1.5, -2.5, -1.0])
+    np.testing.assert_allclose(gu, [-0.5, -1.5, -1.0])
+
+
+def test_program_products_are_exact():
+    # binary x continuous rows are exact: min of (beta * v) with v in [-2, 3] is -2
+    prog = Program()
+    beta = prog.var(0, 1, binary=True)
+    v = prog.var(-2.0, 3.0)
+    p = prog.mul(beta, v)
+    data = prog.to_data()
+    (lo,) = mibp_module._scip_solve(data, [(*expr_data(p), 1.0)], 5.0, 0)
+    (hi,) = mibp_module._scip_solve(data, [(*expr_data(p), -1.0)], 5.0, 0)
+    assert lo["bound"] == pytest.approx(-2.0, abs=1e-6)
+    assert hi["bound"] == pytest.approx(3.0, abs=1e-6)
+    # a bilinear product of x in [1, 2] and y in [-1, 1] with x + y = 2.5 has min 1.5*1=..
+    prog = Program()
+    x, w = prog.var(1.0, 2.0), prog.var(-1.0, 1.0)
+    prog.add_row(x + w, 2.5, 2.5)
+    q = prog.mul(x, w)
+    (res,) = mibp_module._scip_solve(prog.to_data(), [(*expr_data(q), 1.0)], 5.0, 0)
+    # x = 1.5, w = 1 or x = 2, w = 0.5: the product x (2.5 - x) on [1.5, 2] has min 1.0 at x=2
+    assert res["bound"] == pytest.approx(1.0, abs=1e-5)
+    assert const(2.0).is_const
+
+
+# --------------------------------------------------------------------------------------
+# hypothesis: the interval pass encloses every perturbed gradient
+# --------------------------------------------------------------------------------------
+@settings(deadline=None, max_examples=25)
+@given(
+    seed=st.integers(0, 10_000),
+    model=st.sampled_from(["linear", "mlp"]),
+    n_classes=st.sampled_from([2, 3]),
+    eps=st.floats(0.0, 0.3),
+    width=st.floats(0.0, 0.2),
+    budget=st.sampled_from([None, 0, 1, 3]),
+    flips=st.sampled_from([0, 1, 2]),
+)
+def test_interval_gradient_encloses_samples(seed, model, n_classes, eps, width, budget, flips):
+    rng = np.random.default_rng(seed)
+    n, F, H = 6, 2, 3
+    n_out = 1 if n_classes == 2 else n_classes
+    if n_out > 1:
+        flips = 0
+    shapes = param_shapes(model, F, H, n_out)
+    P = sum(int(np.prod(s)) for _, s in shapes)
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, n_classes, size=n)
+    Y = (
+        np.where(y == 1, 1.0, -1.0)[:, None]
+        if n_out == 1
+        else np.where(y[:, None] == np.arange(n_out), 1.0, -1.0)
+    )
+    center = rng.normal(scale=0.5, size=P)
+    tl, tu = center - width, center + width
+    threat = {"epsilon": eps, "moving": np.ones(n, bool), "budget": budget, "flips": flips}
+    gl, gu = gradient_interval(tl, tu, X, Y, threat, model, shapes)
+    for _ in range(20):
+        theta = rng.uniform(tl, tu)
+        delta = rng.choice([-eps, eps], size=(n, F))
+        if budget is not None:
+            delta[rng.permutation(n)[budget:]] = 0.0
+        Yp = Y.copy()
+        if flips:
+            Yp[rng.permutation(n)[:flips]] *= -1
+        g = hinge_gradient(theta, X + delta, Yp, model, shapes)
+        assert np.all(g >= gl - 1e-9) and np.all(g <= gu + 1e-9)
+
+
+@settings(deadline=None, max_examples=6)
+@given(
+    seed=st.integers(0, 10_000),
+    model=st.sampled_from(["linear", "mlp"]),
+    n_classes=st.sampled_from([2, 3]),
+    eps=st.sampled_from([0.0, 0.02, 0.1]),
+    perturbed=st.sampled_from(["all", 2, "mask"]),
+    flips=st.sampled_from([0, 1]),
+    bound=st.sampled_from(BOUNDS),
+)
+def test_estimator_sound_on_random_data(seed, model, n_classes, eps, perturbed, flips, bound):
+    rng = np.random.default_rng(seed)
+    n, F = 7, 2
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)
+    if n_classes > 2:
+        flips = 0
+    mask = rng.random(n) < 0.5
+    pert = mask if perturbed == "mask" else perturbed
+    cert = _fit(
+        X,
+        y,
+        model=model,
+        hidden_layer_sizes=(2,),
+        epsilon=eps,
+        perturbed=pert,
+        label_flips=flips,
+        n_epochs=2,
+        bound=bound,
+        time_limit=2.0,
+        random_state=seed,
+    )
+    kw = {"budget": 2} if perturbed == 2 else {"mask": mask} if perturbed == "mask" else {}
+    datasets = _draw_datasets(X, y, eps, 20, rng, flips=flips, **kw)
+    X_test = rng.normal(size=(10, F))
+    datasets = [(Xp, yp) for Xp, yp in datasets if len(np.unique(yp)) == n_classes]
+    _assert_sound(cert, datasets, X_test)
+
+
+@settings(deadline=None, max_examples=15)
+@given(seed=st.integers(0, 10_000), eps=st.floats(0.0, 0.1))
+def test_linear_certificate_holds_at_box_vertices(seed, eps):
+    X, y = _moons(20, seed=seed % 50)
+    cert = _fit(X, y, epsilon=eps, bound="interval", n_epochs=2, random_state=seed)
+    lo, hi = cert.param_bounds_
+    rng = np.random.default_rng(seed)
+    ok = cert.certify(X)
+    s = np.where(cert.decision_function(X) > 0, 1.0, -1.0)
+    for _ in range(30):
+        theta = np.where(rng.random(lo.shape) < 0.5, lo, hi)
+        z = X @ theta[:-1] + theta[-1]
+        assert np.all(s[ok] * z[ok] > 0)
+
+
+# --------------------------------------------------------------------------------------
+# multi-class, mlp, solver failures
+# --------------------------------------------------------------------------------------
+def test_mlp_mibp_certify_uses_solver_and_agrees_with_lp():
+    X, y = _moons(16)
+    X_test, y_test = _moons(30, seed=1)
+    kw = dict(model="mlp", hidden_layer_sizes=(3,), epsilon=0.02, n_epochs=2)
+    accs = {b: _fit(X, y, bound=b, **kw).certified_accuracy(X_test, y_test) for b in BOUNDS}
+    assert accs["interval"] <= accs["lp"] + 1e-12
+    assert accs["interval"] <= accs["mibp"] + 1e-12
+
+
+def test_solver_failure_never_certifies(monkeypatch):
+    def failing(data, objectives, time_limit, seed):
+        return [{"bound": np.nan, "status": "error", "time": 0.0, "gap": np.nan}] * len(objectives)
+
+    X, y = _moons(20)
+    kw = dict(model="mlp", hidden_layer_sizes=(3,), epsilon=0.05, n_epochs=2)
+    ivl = _fit(X, y, bound="interval", **kw)
+    monkeypatch.setattr(mibp_module, "_scip_solve", failing)
+    cert = _fit(X, y, bound="mibp", **kw)
+    assert {s["status"] for s in cert.solver_stats_} == {"fallback"}
+    np.testing.assert_allclose(cert.bounds_history_, ivl.bounds_history_)
+    np.testing.assert_array_equal(cert.certify(X), ivl.certify(X))
+
+
+def test_infeasible_program_raises(monkeypatch):
+    def infeasible(data, objectives, time_limit, seed):
+        return [{"bound": np.nan, "status": "infeasible", "time": 0.0, "gap": np.nan}]
+
+    monkeypatch.setattr(mibp_module, "_scip_solve", infeasible)
+    X, y = _moons(10)
+    with pytest.raises(RuntimeError, match="epoch 1"):
+        _fit(X, y, bound="mibp", epsilon=0.01, n_epochs=1)
+
+
+def test_solver_stats_and_shapes():
+    X, y = _moons(12)
+    cert = _fit(X, y, bound="mibp", epsilon=0.01, n_epochs=2)
+    assert len(cert.solver_stats_) == 2 * 2 * 3
+    assert {"status", "time", "gap", "epoch", "param", "sense"} <= set(cert.solver_stats_[0])
+    assert cert.bounds_history_.shape == (3, 2, 3)
+    np.testing.assert_array_equal(cert.bounds_history_[0, 0], cert.init_params_)
+    np.testing.assert_array_equal(cert.param_bounds_, cert.bounds_history_[-1])
+    assert _fit(X, y, bound="interval").solver_stats_ == []
+
+
+# --------------------------------------------------------------------------------------
+# 7. validation, scikit-learn integration
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"epsilon": -0.1}, "epsilon"),
+        ({"perturbed": 100}, "exceeds"),
+        ({"perturbed": np.ones(3, dtype=bool)}, "shape"),
+        ({"perturbed": np.ones(30)}, "boolean mask"),
+        ({"loss": "log_loss"}, "loss"),
+        ({"model": "mlp", "hidden_layer_sizes": (4, 4)}, "exactly one hidden layer"),
+        ({"model": "cnn"}, "model"),
+        ({"bound": "crown"}, "bound"),
+    ],
+)
+def test_bad_parameters(kw, match):
+    X, y = _moons(30)
+    with pytest.raises(ValueError, match=match):
+        MIBPCertifier(**kw).fit(X, y)
+
+
+def test_bad_data():
+    X, y = _moons(30)
+    with pytest.raises(ValueError, match="two classes"):
+        MIBPCertifier(bound="interval").fit(X, np.zeros(30))
+    Xi, yi = load_iris(return_X_y=True)
+    with pytest.raises(ValueError, match="label_flips"):
+        MIBPCertifier(bound="interval", label_flips=1).fit(Xi, yi)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        MIBPCertifier(bound="interval").fit(Xn, y)
+    Xn[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        MIBPCertifier(bound="interval").fit(Xn, y)
+    with pytest.raises(NotFittedError):
+        MIBPCertifier().certify(X)
+
+
+def test_inputs_not_modified():
+    X, y = _moons(20)
+    mask = np.zeros(20, dtype=bool)
+    mask[:5] = True
+    X0, y0, m0 = X.copy(), y.copy(), mask.copy()
+    cert = _fit(X, y, bound="lp", epsilon=0.05, perturbed=mask, n_epochs=2)
+    cert.certify(X)
+    cert.certified_accuracy(X, y)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(mask, m0)
+
+
+def test_pipeline_gridsearch_pickle_reproducible():
+    X, y = _moons(40)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=0)
+
+    def certified_accuracy(estimator, X, y):
+        return estimator.certified_accuracy(X, y)
+
+    search = GridSearchCV(
+        MIBPCertifier(bound="interval", epsilon=0.01, learning_rate=0.5, random_state=0),
+        {"n_epochs": [2, 5]},
+        scoring=certified_accuracy,
+        cv=2,
+    ).fit(X_tr, y_tr)
+    assert search.best_params_["n_epochs"] in (2, 5)
+    pipe = make_pipeline(
+        StandardScaler(), MIBPCertifier(bound="lp", epsilon=0.01, n_epochs=2, random_state=0)
+    ).fit(X_tr, y_tr)
+    assert pipe.score(X_te, y_te) > 0.5
+    est = pipe[-1]
+    clone_ = pickle.loads(pickle.dumps(est))
+    Z = pipe[0].transform(X_te)
+    np.testing.assert_array_equal(clone_.certify(Z), est.certify(Z))
+    again = make_pipeline(
+        StandardScaler(), MIBPCertifier(bound="lp", epsilon=0.01, n_epochs=2, random_state=0)
+    ).fit(X_tr, y_tr)
+    np.testing.assert_array_equal(again[-1].bounds_history_, est.bounds_history_)
+
+
+def test_string_labels_and_verbose(capsys):
+    X, y = _moons(20)
+    labels = np.array(["neg", "pos"])[y]
+    cert = _fit(X, labels, bound="interval", epsilon=0.01, verbose=1)
+    assert set(cert.predict(X)) <= {"neg", "pos"}
+    assert "epoch 3/3" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_n_jobs_does_not_change_results():
+    X, y = _moons(20)
+    a = _fit(X, y, bound="mibp", epsilon=0.02, n_epochs=2, n_jobs=1)
+    b = _fit(X, y, bound="mibp", epsilon=0.02, n_epochs=2, n_jobs=2)
+    np.testing.assert_allclose(a.bounds_history_, b.bounds_history_, rtol=0, atol=1e-9)
