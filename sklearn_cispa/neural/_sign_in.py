@@ -21,7 +21,9 @@ def _check_beta(beta):
 
 def _split(theta, beta):
     """(m, w) with m * w = theta, m**2 - w**2 = beta, m >= 0."""
-    m = torch.sqrt((beta + torch.sqrt(beta * beta + 4.0 * theta * theta)) / 2.0)
+    # hypot instead of sqrt(beta**2 + 4 theta**2): no underflow for tiny beta or theta
+    root = torch.hypot(torch.as_tensor(beta, dtype=theta.dtype, device=theta.device), 2.0 * theta)
+    m = torch.sqrt((beta + root) / 2.0)
     w = torch.where(m > 0, theta / torch.where(m > 0, m, torch.ones_like(m)), torch.zeros_like(m))
     return m, w
 
