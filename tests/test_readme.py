@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -17,3 +19,14 @@ def test_quick_start_commands_are_run_verbatim_by_ci():
         assert command.strip() in ci, command
     assert "torch==2.13.0" in commands[0] and "sklearn_cispa" in commands[0]
     assert "pytest" in commands[1] and ".[test]" in commands[1]
+
+
+def test_readme_usage_snippet_runs_and_prints_its_figures(capsys):
+    readme = (ROOT / "README.md").read_text()
+    usage = readme.split("## Using it", 1)[1]
+    code = re.findall(r"```python\n(.+?)\n```", usage, flags=re.S)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    printed = [float(v) for v in capsys.readouterr().out.split()]
+    commented = [float(v) for v in re.findall(r"# ([0-9.]+):", code)]
+    assert printed == pytest.approx(commented, abs=0.01)
+    assert printed[1] < printed[0]
