@@ -8,7 +8,7 @@ _KNOWN = {
     "matplotlib": ("matplotlib", "plot"),
     "dask": ("dask[distributed]", "dask"),
     "distributed": ("dask[distributed]", "dask"),
-    "causallearn": ("causal-learn", "bench"),
+    "causallearn": ("causal-learn", "report"),
     "lingam": ("lingam", "bench"),
     "imodels": ("imodels", "bench"),
     "wittgenstein": ("wittgenstein", "bench"),
