@@ -99,7 +99,7 @@ def _lp_task(data, objectives, time_limit, seed):
 
 
 def _certify_row(tl, tu, x, n_hidden, n_outputs, pred, backend, time_limit, seed):
-    """Certify one MLP row with the exact program (SCIP) or its LP relaxation."""
+    """Certify one MLP row (hidden widths ``n_hidden``) with SCIP or the LP relaxation."""
     prog, objs = certify_program(tl, tu, x, n_hidden, n_outputs, pred)
     data = prog.to_data()
     objectives = [(*expr_data(o), 1.0) for o in objs]
@@ -300,18 +300,25 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
 
     # -- helpers -------------------------------------------------------------------------
     def _n_hidden(self):
+        """The hidden widths as a tuple (empty for the linear model)."""
         if self.model != "mlp":
-            return 0
-        sizes = np.atleast_1d(np.asarray(self.hidden_layer_sizes))
-        if sizes.ndim != 1 or sizes.shape[0] != 1:
+            return ()
+        sizes = np.asarray(self.hidden_layer_sizes, dtype=object)
+        if sizes.ndim == 0:
+            sizes = sizes.reshape(1)
+        if sizes.ndim != 1 or sizes.shape[0] < 1:
             raise ValueError(
-                "hidden_layer_sizes must name exactly one hidden layer (e.g. (8,)); "
-                f"got {self.hidden_layer_sizes!r}. Deeper networks are not supported yet."
+                "hidden_layer_sizes must be a positive int or a non-empty sequence of "
+                f"positive ints, one width per hidden layer (e.g. (8,) or (4, 3)); got "
+                f"{self.hidden_layer_sizes!r}."
             )
-        h = sizes[0]
-        if not isinstance(h, Integral | np.integer) or h < 1:
-            raise ValueError(f"hidden_layer_sizes must hold a positive int, got {h!r}.")
-        return int(h)
+        for h in sizes:
+            if isinstance(h, bool) or not isinstance(h, Integral | np.integer) or h < 1:
+                raise ValueError(
+                    "hidden_layer_sizes must hold positive ints (one width per hidden "
+                    f"layer); got {h!r} in {self.hidden_layer_sizes!r}."
+                )
+        return tuple(int(h) for h in sizes)
 
     def _threat(self, n_samples):
         perturbed = self.perturbed
