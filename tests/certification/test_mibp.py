@@ -610,7 +610,7 @@ def test_deep_mibp_inside_lp_inside_interval():
     X, y = _moons(12)
     X_test, y_test = _moons(40, seed=1)
     kw = dict(DEEP, hidden_layer_sizes=(2, 2))
-    certs = {b: _fit(X, y, epsilon=0.02, bound=b, time_limit=2.0, **kw) for b in BOUNDS}
+    certs = {b: _fit(X, y, epsilon=0.05, bound=b, time_limit=2.0, **kw) for b in BOUNDS}
     ivl = certs["interval"].bounds_history_
     for b in ("lp", "mibp"):
         h = certs[b].bounds_history_
@@ -626,10 +626,12 @@ def test_deep_mibp_inside_lp_inside_interval():
             k, end = st_["param"], 0 if st_["sense"] == "min" else 1
             sign = 1.0 if end == 0 else -1.0
             assert sign * (h[1, end, k] - lp[1, end, k]) >= -1e-5
+    width = {b: np.sum(c.param_bounds_[1] - c.param_bounds_[0]) for b, c in certs.items()}
     if all(s["status"] in ("optimal", "gaplimit") for s in certs["mibp"].solver_stats_):
         assert np.all(h[:, 0] >= lp[:, 0] - 1e-5)
         assert np.all(h[:, 1] <= lp[:, 1] + 1e-5)
-    width = {b: np.sum(c.param_bounds_[1] - c.param_bounds_[0]) for b, c in certs.items()}
+        # measured: interval 0.306, lp 0.289, mibp 0.267 (sum of widths after two steps)
+        assert width["mibp"] < width["lp"]
     assert width["lp"] < width["interval"]
     assert width["mibp"] < width["interval"]
 
