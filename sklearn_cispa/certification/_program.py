@@ -8,11 +8,18 @@ logical ANDs of binaries are written as linear rows, which are exact for integra
 binaries. Every variable gets finite bounds, computed by interval arithmetic while the
 program is built (the interval pass of section 3.4 applied to each quantity).
 
+Networks with several hidden layers use the same pieces: weights times activations of the
+previous layer are bilinear equalities, and the backward pass's triple products (ReLU slope
+x weight x back-propagated error) are split into a bilinear auxiliary ``p = W * delta`` and
+an exact binary row for the slope, so every nonlinear term is a product of two variables.
+
 Only lists of floats and ints are stored, so a program pickles and travels to joblib
 workers; each worker builds its own solver model from it.
 """
 
 import numpy as np
+
+from sklearn_cispa.certification._interval import hidden_sizes
 
 
 class Expr:
@@ -320,7 +327,7 @@ def step_program(tl, tu, X, Y, threat, lr, model, n_hidden):
         grads = [esum(gW[o][f]) for o in range(n_out) for f in range(F)]
         grads += [esum(gb[o]) for o in range(n_out)]
     else:
-        sizes = _sizes(n_hidden)
+        sizes = hidden_sizes(n_hidden)
         layers = _mlp_layers(theta, F, sizes, n_out)
         L = len(sizes)
         # gradient terms per layer: gW[k][j][f], gb[k][j] (lists of per-row expressions)
@@ -387,10 +394,6 @@ def step_program(tl, tu, X, Y, threat, lr, model, n_hidden):
     return prog, objectives
 
 
-def _sizes(n_hidden):
-    return tuple(int(h) for h in np.atleast_1d(n_hidden))
-
-
 def _mlp_layers(theta, n_features, sizes, n_outputs):
     """``[(W, b), ...]`` per affine layer, as nested lists of the flat ``theta`` entries."""
     widths = (n_features, *sizes, n_outputs)
@@ -415,7 +418,7 @@ def certify_program(tl, tu, x, n_hidden, n_outputs, pred):
     prog = Program()
     F = x.shape[0]
     theta = [prog.var(lo, hi) for lo, hi in zip(tl, tu)]
-    layers = _mlp_layers(theta, F, _sizes(n_hidden), n_outputs)
+    layers = _mlp_layers(theta, F, hidden_sizes(n_hidden), n_outputs)
     # first layer: x is fixed, so h is linear in theta
     a = [const(float(v)) for v in x]
     for k, (Wk, bk) in enumerate(layers[:-1]):
