@@ -852,3 +852,44 @@ def test_hidden_layer_sizes_int_and_list():
     np.testing.assert_array_equal(a.bounds_history_, b.bounds_history_)
     c = _fit(X, y, model="mlp", hidden_layer_sizes=np.array([3, 2]), bound="interval", n_epochs=1)
     assert c.param_bounds_.shape == (2, DEEP_P)
+
+
+@settings(deadline=None, max_examples=8)
+@given(
+    seed=st.integers(0, 10_000),
+    sizes=st.sampled_from([(2, 2), (2, 1, 2)]),
+    n_classes=st.sampled_from([2, 3]),
+    eps=st.sampled_from([0.0, 0.02, 0.1]),
+    perturbed=st.sampled_from(["all", 2, "mask"]),
+    flips=st.sampled_from([0, 1]),
+    bound=st.sampled_from(["interval", "lp"]),
+)
+def test_deep_estimator_sound_on_random_data(seed, sizes, n_classes, eps, perturbed, flips, bound):
+    rng = np.random.default_rng(seed)
+    n, F = 7, 2
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)
+    if n_classes > 2:
+        flips = 0
+    mask = rng.random(n) < 0.5
+    pert = mask if perturbed == "mask" else perturbed
+    cert = _fit(
+        X,
+        y,
+        model="mlp",
+        hidden_layer_sizes=sizes,
+        epsilon=eps,
+        perturbed=pert,
+        label_flips=flips,
+        n_epochs=2,
+        learning_rate=1.0,
+        bound=bound,
+        time_limit=2.0,
+        random_state=seed,
+    )
+    kw = {"budget": 2} if perturbed == 2 else {"mask": mask} if perturbed == "mask" else {}
+    datasets = _draw_datasets(X, y, eps, 20, rng, flips=flips, **kw)
+    X_test = rng.normal(size=(10, F))
+    datasets = [(Xp, yp) for Xp, yp in datasets if len(np.unique(yp)) == n_classes]
+    _assert_sound(cert, datasets, X_test)
