@@ -100,6 +100,8 @@ TEST_PARAMS = {
         {"bound": "interval", "n_epochs": 3, "learning_rate": 0.5, "random_state": 0},
         {"model": "mlp", "hidden_layer_sizes": (3,), "bound": "interval", "n_epochs": 2,
          "learning_rate": 0.5, "random_state": 0},
+        {"model": "mlp", "hidden_layer_sizes": (3, 2), "bound": "interval", "n_epochs": 2,
+         "learning_rate": 0.5, "random_state": 0},
     ],
 
     # -- neural: MLPNetClassifier (issue 9)

@@ -11,16 +11,36 @@ import numpy as np
 _IVL_PAD = 1e-10
 
 
+def hidden_sizes(n_hidden):
+    """The hidden widths as a tuple of ints (an int means one hidden layer)."""
+    return tuple(int(h) for h in np.atleast_1d(n_hidden))
+
+
 def param_shapes(model, n_features, n_hidden, n_outputs):
-    """Return ``[(name, shape), ...]`` in the flat layout of ``params_``."""
+    """Return ``[(name, shape), ...]`` in the flat layout of ``params_``.
+
+    For the mlp, ``n_hidden`` is an int (one hidden layer) or a sequence of widths
+    ``(H1, ..., HL)``; the layout is ``[W1, b1, ..., W{L+1}, b{L+1}]`` with ``W_l`` of
+    shape ``(H_l, H_{l-1})`` (``H_0 = n_features``, ``H_{L+1} = n_outputs``).
+    """
     if model == "linear":
         return [("W", (n_outputs, n_features)), ("b", (n_outputs,))]
-    return [
-        ("W1", (n_hidden, n_features)),
-        ("b1", (n_hidden,)),
-        ("W2", (n_outputs, n_hidden)),
-        ("b2", (n_outputs,)),
-    ]
+    widths = (n_features, *hidden_sizes(n_hidden), n_outputs)
+    shapes = []
+    for layer in range(1, len(widths)):
+        shapes.append((f"W{layer}", (widths[layer], widths[layer - 1])))
+        shapes.append((f"b{layer}", (widths[layer],)))
+    return shapes
+
+
+def n_layers(shapes):
+    """Number of affine layers of an mlp layout (hidden layers + 1)."""
+    return len(shapes) // 2
+
+
+def layer_params(p, shapes):
+    """``[(W1, b1), ..., (W{L+1}, b{L+1})]`` from the named views of :func:`unpack`."""
+    return [(p[f"W{k}"], p[f"b{k}"]) for k in range(1, n_layers(shapes) + 1)]
 
 
 def unpack(theta, shapes):
@@ -45,43 +65,51 @@ def init_params(model, shapes, seed):
         (_, w_shape), (_, b_shape) = shapes
         parts = [rng.normal(0.0, 0.1, size=w_shape).ravel(), np.zeros(b_shape)]
     else:
-        for name, shape in shapes:
-            fan_in = shapes[0][1][1] if name in ("W1", "b1") else shapes[2][1][1]
+        for k in range(0, len(shapes), 2):
+            fan_in = shapes[k][1][1]  # the input width of this layer's W
             bound = 1.0 / np.sqrt(fan_in)
-            parts.append(rng.uniform(-bound, bound, size=shape).ravel())
+            for _, shape in shapes[k : k + 2]:
+                parts.append(rng.uniform(-bound, bound, size=shape).ravel())
     return np.concatenate(parts).astype(np.float64)
 
 
 def forward(theta, X, model, shapes):
-    """Output scores ``z`` of shape (n_samples, n_outputs) and, for the mlp, the hidden state."""
+    """Output scores ``z`` (n_samples, n_outputs) and, for the mlp, the pre-activations.
+
+    The second value is ``None`` for the linear model and the list ``[h_1, ..., h_L]`` of
+    hidden pre-activations for the mlp.
+    """
     p = unpack(theta, shapes)
     if model == "linear":
         return X @ p["W"].T + p["b"], None
-    h = X @ p["W1"].T + p["b1"]
-    r = np.maximum(h, 0.0)
-    return r @ p["W2"].T + p["b2"], h
+    layers = layer_params(p, shapes)
+    a, hs = X, []
+    for W, b in layers[:-1]:
+        h = a @ W.T + b
+        hs.append(h)
+        a = np.maximum(h, 0.0)
+    W, b = layers[-1]
+    return a @ W.T + b, hs
 
 
 def hinge_gradient(theta, X, Y, model, shapes):
     """Full-batch (sub)gradient of ``(1/n) sum_i sum_o max(0, 1 - Y[i,o] z_o(x_i))``."""
     n = X.shape[0]
     p = unpack(theta, shapes)
-    z, h = forward(theta, X, model, shapes)
+    z, hs = forward(theta, X, model, shapes)
     beta = (Y * z < 1.0).astype(np.float64)
-    delta2 = -Y * beta / n  # dL/dz, (n, O)
+    delta = -Y * beta / n  # dL/dz, (n, O)
     if model == "linear":
-        return np.concatenate([(delta2.T @ X).ravel(), delta2.sum(axis=0)])
-    d = (h > 0.0).astype(np.float64)
-    r = h * d
-    delta1 = (delta2 @ p["W2"]) * d  # (n, H)
-    return np.concatenate(
-        [
-            (delta1.T @ X).ravel(),
-            delta1.sum(axis=0),
-            (delta2.T @ r).ravel(),
-            delta2.sum(axis=0),
-        ]
-    )
+        return np.concatenate([(delta.T @ X).ravel(), delta.sum(axis=0)])
+    layers = layer_params(p, shapes)
+    ds = [(h > 0.0).astype(np.float64) for h in hs]
+    acts = [X] + [h * d for h, d in zip(hs, ds)]
+    parts = []
+    for k in range(len(layers) - 1, -1, -1):
+        parts = [(delta.T @ acts[k]).ravel(), delta.sum(axis=0)] + parts
+        if k > 0:
+            delta = (delta @ layers[k][0]) * ds[k - 1]
+    return np.concatenate(parts)
 
 
 # ------------------------------------------------------------------------------------------
@@ -156,24 +184,32 @@ def row_gradient_intervals(tl, tu, Xl, Xu, Y, flip, model, shapes, n_total):
         lo = np.concatenate([gWl.reshape(n, -1), d2l], axis=1)
         hi = np.concatenate([gWu.reshape(n, -1), d2u], axis=1)
         return lo, hi
-    hl, hu = imatvec(Xl, Xu, pl["W1"], pu["W1"])
-    hl, hu = hl + pl["b1"], hu + pu["b1"]
-    dl, du = relu_slope(hl, hu)
-    rl, ru = np.maximum(hl, 0.0), np.maximum(hu, 0.0)
-    zl, zu = imatvec(rl, ru, pl["W2"], pu["W2"])
-    zl, zu = zl + pl["b2"], zu + pu["b2"]
+    lay_l, lay_u = layer_params(pl, shapes), layer_params(pu, shapes)
+    acts, slopes = [(Xl, Xu)], []
+    for (Wl, bl_), (Wu, bu_) in zip(lay_l[:-1], lay_u[:-1]):
+        al, au = acts[-1]
+        hl, hu = imatvec(al, au, Wl, Wu)
+        hl, hu = hl + bl_, hu + bu_
+        slopes.append(relu_slope(hl, hu))
+        acts.append((np.maximum(hl, 0.0), np.maximum(hu, 0.0)))
+    (Wl, bl_), (Wu, bu_) = lay_l[-1], lay_u[-1]
+    zl, zu = imatvec(*acts[-1], Wl, Wu)
+    zl, zu = zl + bl_, zu + bu_
     ml, mu = margin_interval(zl, zu, Ys, False)
     bl, bu = hinge_slope(ml, mu)
-    d2l, d2u = imul(-Ys / n_total, -Ys / n_total, bl, bu)  # (n, O)
-    # delta1_j = d_j * sum_o W2[o, j] delta2_o
-    tl_, tu_ = imul(d2l[:, :, None], d2u[:, :, None], pl["W2"][None], pu["W2"][None])
-    sl, su = tl_.sum(axis=1), tu_.sum(axis=1)  # (n, H)
-    d1l, d1u = imul(dl, du, sl, su)
-    gW1l, gW1u = imul(d1l[:, :, None], d1u[:, :, None], Xl[:, None, :], Xu[:, None, :])
-    gW2l, gW2u = imul(d2l[:, :, None], d2u[:, :, None], rl[:, None, :], ru[:, None, :])
-    lo = np.concatenate([gW1l.reshape(n, -1), d1l, gW2l.reshape(n, -1), d2l], axis=1)
-    hi = np.concatenate([gW1u.reshape(n, -1), d1u, gW2u.reshape(n, -1), d2u], axis=1)
-    return lo, hi
+    dl_, du_ = imul(-Ys / n_total, -Ys / n_total, bl, bu)  # dL/dz, (n, O)
+    lo_parts, hi_parts = [], []
+    for k in range(len(lay_l) - 1, -1, -1):
+        al, au = acts[k]
+        gWl, gWu = imul(dl_[:, :, None], du_[:, :, None], al[:, None, :], au[:, None, :])
+        lo_parts = [gWl.reshape(n, -1), dl_] + lo_parts
+        hi_parts = [gWu.reshape(n, -1), du_] + hi_parts
+        if k > 0:
+            # delta_{k-1, j} = d_j * sum_o W_k[o, j] delta_{k, o}
+            tl_, tu_ = imul(dl_[:, :, None], du_[:, :, None], lay_l[k][0][None], lay_u[k][0][None])
+            sl, su = tl_.sum(axis=1), tu_.sum(axis=1)
+            dl_, du_ = imul(*slopes[k - 1], sl, su)
+    return np.concatenate(lo_parts, axis=1), np.concatenate(hi_parts, axis=1)
 
 
 def _top_sum(inc, budget):
@@ -246,10 +282,20 @@ def interval_scores(tl, tu, X, model, shapes):
     if model == "linear":
         zl, zu = imatvec(X, X, pl["W"], pu["W"])
         return zl + pl["b"], zu + pu["b"]
-    hl, hu = imatvec(X, X, pl["W1"], pu["W1"])
-    rl, ru = np.maximum(hl + pl["b1"], 0.0), np.maximum(hu + pu["b1"], 0.0)
-    zl, zu = imatvec(rl, ru, pl["W2"], pu["W2"])
-    return zl + pl["b2"], zu + pu["b2"]
+    feat_l, feat_u = _hidden_interval(pl, pu, X, shapes)
+    (Wl, bl), (Wu, bu) = layer_params(pl, shapes)[-1], layer_params(pu, shapes)[-1]
+    zl, zu = imatvec(feat_l, feat_u, Wl, Wu)
+    return zl + bl, zu + bu
+
+
+def _hidden_interval(pl, pu, X, shapes):
+    """Interval of the last hidden layer's activations over the box, for fixed inputs X."""
+    lay_l, lay_u = layer_params(pl, shapes), layer_params(pu, shapes)
+    al = au = X
+    for (Wl, bl), (Wu, bu) in zip(lay_l[:-1], lay_u[:-1]):
+        hl, hu = imatvec(al, au, Wl, Wu)
+        al, au = np.maximum(hl + bl, 0.0), np.maximum(hu + bu, 0.0)
+    return al, au
 
 
 def interval_certify(tl, tu, X, pred, model, shapes):
@@ -262,13 +308,12 @@ def interval_certify(tl, tu, X, pred, model, shapes):
     For the linear model the result is exact (the box is a product and x is fixed).
     """
     pl, pu = unpack(tl, shapes), unpack(tu, shapes)
-    last_w, last_b = ("W", "b") if model == "linear" else ("W2", "b2")
     if model == "linear":
         feat_l = feat_u = X
+        Wl, Wu, bl, bu = pl["W"], pu["W"], pl["b"], pu["b"]
     else:
-        hl, hu = imatvec(X, X, pl["W1"], pu["W1"])
-        feat_l, feat_u = np.maximum(hl + pl["b1"], 0.0), np.maximum(hu + pu["b1"], 0.0)
-    Wl, Wu, bl, bu = pl[last_w], pu[last_w], pl[last_b], pu[last_b]
+        feat_l, feat_u = _hidden_interval(pl, pu, X, shapes)
+        (Wl, bl), (Wu, bu) = layer_params(pl, shapes)[-1], layer_params(pu, shapes)[-1]
     n = X.shape[0]
     if Wl.shape[0] == 1:
         s = pred.astype(np.float64)[:, None]

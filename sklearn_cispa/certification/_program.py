@@ -8,11 +8,18 @@ logical ANDs of binaries are written as linear rows, which are exact for integra
 binaries. Every variable gets finite bounds, computed by interval arithmetic while the
 program is built (the interval pass of section 3.4 applied to each quantity).
 
+Networks with several hidden layers use the same pieces: weights times activations of the
+previous layer are bilinear equalities, and the backward pass's triple products (ReLU slope
+x weight x back-propagated error) are split into a bilinear auxiliary ``p = W * delta`` and
+an exact binary row for the slope, so every nonlinear term is a product of two variables.
+
 Only lists of floats and ints are stored, so a program pickles and travels to joblib
 workers; each worker builds its own solver model from it.
 """
 
 import numpy as np
+
+from sklearn_cispa.certification._interval import hidden_sizes
 
 
 class Expr:
@@ -287,6 +294,9 @@ def _margin_terms(prog, z, y, phi_i):
 def step_program(tl, tu, X, Y, threat, lr, model, n_hidden):
     """Build the step program: returns ``(program, objectives)``.
 
+    ``n_hidden`` is the width of the one hidden layer or the tuple of hidden widths of the
+    mlp (ignored for the linear model).
+
     ``objectives[k]`` is the expression of the k-th updated parameter ``theta'_k`` whose
     minimum and maximum over the program bound the next box.
     """
@@ -317,82 +327,115 @@ def step_program(tl, tu, X, Y, threat, lr, model, n_hidden):
         grads = [esum(gW[o][f]) for o in range(n_out) for f in range(F)]
         grads += [esum(gb[o]) for o in range(n_out)]
     else:
-        H = n_hidden
-        off = 0
-        W1 = [[theta[off + j * F + f] for f in range(F)] for j in range(H)]
-        off += H * F
-        b1 = theta[off : off + H]
-        off += H
-        W2 = [[theta[off + o * H + j] for j in range(H)] for o in range(n_out)]
-        off += n_out * H
-        b2 = theta[off : off + n_out]
-        gW1 = [[[] for _ in range(F)] for _ in range(H)]
-        gb1 = [[] for _ in range(H)]
-        gW2 = [[[] for _ in range(H)] for _ in range(n_out)]
-        gb2 = [[] for _ in range(n_out)]
+        sizes = hidden_sizes(n_hidden)
+        layers = _mlp_layers(theta, F, sizes, n_out)
+        L = len(sizes)
+        # gradient terms per layer: gW[k][j][f], gb[k][j] (lists of per-row expressions)
+        gW = [[[[] for _ in range(len(Wk[0]))] for _ in range(len(Wk))] for Wk, _ in layers]
+        gb = [[[] for _ in range(len(bk))] for _, bk in layers]
+        W_out, b_out = layers[L]
         for i in range(n):
-            r, d = [], []
-            for j in range(H):
-                h = esum([prog.mul(W1[j][f], xp[i][f]) for f in range(F)]) + b1[j]
-                rj, dj = prog.relu(h)
-                r.append(prog.define(rj))
-                d.append(dj)
-            delta1 = [[] for _ in range(H)]
+            # forward: acts[k] is the input of layer k (acts[0] = x'_i), ds[k] its ReLU slopes
+            acts, ds = [xp[i]], []
+            for Wk, bk in layers[:L]:
+                r, d = [], []
+                for j in range(len(Wk)):
+                    h = esum([prog.mul(Wk[j][f], acts[-1][f]) for f in range(len(Wk[j]))]) + bk[j]
+                    rj, dj = prog.relu(h)
+                    r.append(prog.define(rj))
+                    d.append(dj)
+                acts.append(r)
+                ds.append(d)
+            r, d = acts[L], ds[L - 1]
+            H = len(r)
+            delta = [[] for _ in range(H)]
             for o in range(n_out):
-                z = esum([prog.mul(W2[o][j], r[j]) for j in range(H)]) + b2[o]
+                z = esum([prog.mul(W_out[o][j], r[j]) for j in range(H)]) + b_out[o]
                 y = float(Y[i, o])
                 beta, ybeta, gamma = _margin_terms(prog, z, y, None if phi is None else phi[i])
-                gb2[o].append(ybeta * -inv_n)
+                gb[L][o].append(ybeta * -inv_n)
                 for j in range(H):
-                    # dL/dW2[o, j] = delta2 r_j with delta2 = -y' beta / n
+                    # dL/dW_out[o, j] = delta_out r_j with delta_out = -y' beta / n
                     prod = prog.mul(beta, r[j])
                     if gamma is not None:
                         prod = prod - prog.mul(gamma, r[j]) * 2.0
-                    gW2[o][j].append(prod * (-inv_n * y))
-                    # delta1_j = d_j sum_o W2[o, j] delta2_o = -(1/n) sum_o y W2[o,j] (e - 2 e')
+                    gW[L][o][j].append(prod * (-inv_n * y))
+                    # delta_L,j = d_j sum_o W_out[o,j] delta_out,o
+                    #           = -(1/n) sum_o y W_out[o,j] (e - 2 e'), e = beta AND d_j
                     e = prog.and_(beta, d[j])
-                    term = prog.mul(W2[o][j], e)
+                    term = prog.mul(W_out[o][j], e)
                     if gamma is not None:
-                        term = term - prog.mul(W2[o][j], prog.and_(gamma, d[j])) * 2.0
-                    delta1[j].append(term * (-inv_n * y))
-            for j in range(H):
-                d1 = prog.define(esum(delta1[j]))
-                gb1[j].append(d1)
-                for f in range(F):
-                    gW1[j][f].append(prog.mul(d1, xp[i][f]))
-        grads = [esum(gW1[j][f]) for j in range(H) for f in range(F)]
-        grads += [esum(gb1[j]) for j in range(H)]
-        grads += [esum(gW2[o][j]) for o in range(n_out) for j in range(H)]
-        grads += [esum(gb2[o]) for o in range(n_out)]
+                        term = term - prog.mul(W_out[o][j], prog.and_(gamma, d[j])) * 2.0
+                    delta[j].append(term * (-inv_n * y))
+            exprs = [esum(terms) for terms in delta]
+            for k in range(L - 1, -1, -1):
+                # hidden layer k: weights layers[k], input acts[k], delta = dL/dh of its outputs
+                dk = []
+                for j, ej in enumerate(exprs):
+                    dj = prog.define(ej)
+                    dk.append(dj)
+                    gb[k][j].append(dj)
+                    for f in range(len(acts[k])):
+                        gW[k][j][f].append(prog.mul(dj, acts[k][f]))
+                if k > 0:
+                    # delta_{k-1, q} = d_q * sum_j W_k[j, q] delta_{k, j}: the triple product is
+                    # split into bilinear auxiliaries p = W delta (each with its own bounds),
+                    # then an exact binary x continuous product with d_q
+                    Wk = layers[k][0]
+                    exprs = []
+                    for q in range(len(acts[k])):
+                        back = esum([prog.mul(Wk[j][q], dk[j]) for j in range(len(dk))])
+                        exprs.append(prog.mul(ds[k - 1][q], back))
+        grads = []
+        for k in range(L + 1):
+            grads += [esum(g) for row in gW[k] for g in row]
+            grads += [esum(g) for g in gb[k]]
     objectives = [theta[k] - grads[k] * lr for k in range(len(theta))]
     return prog, objectives
+
+
+def _mlp_layers(theta, n_features, sizes, n_outputs):
+    """``[(W, b), ...]`` per affine layer, as nested lists of the flat ``theta`` entries."""
+    widths = (n_features, *sizes, n_outputs)
+    layers, off = [], 0
+    for k in range(1, len(widths)):
+        rows, cols = widths[k], widths[k - 1]
+        W = [[theta[off + j * cols + f] for f in range(cols)] for j in range(rows)]
+        off += rows * cols
+        b = theta[off : off + rows]
+        off += rows
+        layers.append((W, b))
+    return layers
 
 
 def certify_program(tl, tu, x, n_hidden, n_outputs, pred):
     """Program of section 3.9 for one row of an MLP: returns ``(program, objectives)``.
 
-    With one output, one objective ``s z`` (s = +1 or -1, ``pred``); with K outputs, the
-    K - 1 objectives ``z_c - z_j`` (c = ``pred``). The row is certified iff every minimum
-    is > 0.
+    ``n_hidden`` is the width of the one hidden layer or the tuple of hidden widths. With
+    one output, one objective ``s z`` (s = +1 or -1, ``pred``); with K outputs, the K - 1
+    objectives ``z_c - z_j`` (c = ``pred``). The row is certified iff every minimum is > 0.
     """
     prog = Program()
     F = x.shape[0]
-    H, n_out = n_hidden, n_outputs
     theta = [prog.var(lo, hi) for lo, hi in zip(tl, tu)]
-    off = 0
-    W1 = [[theta[off + j * F + f] for f in range(F)] for j in range(H)]
-    off += H * F
-    b1 = theta[off : off + H]
-    off += H
-    W2 = [[theta[off + o * H + j] for j in range(H)] for o in range(n_out)]
-    off += n_out * H
-    b2 = theta[off : off + n_out]
-    r = []
-    for j in range(H):
-        h = esum([W1[j][f] * float(x[f]) for f in range(F)]) + b1[j]
-        rj, _ = prog.relu(h)
-        r.append(prog.define(rj))
-    z = [esum([prog.mul(W2[o][j], r[j]) for j in range(H)]) + b2[o] for o in range(n_out)]
-    if n_out == 1:
+    layers = _mlp_layers(theta, F, hidden_sizes(n_hidden), n_outputs)
+    # first layer: x is fixed, so h is linear in theta
+    a = [const(float(v)) for v in x]
+    for k, (Wk, bk) in enumerate(layers[:-1]):
+        r = []
+        for j in range(len(Wk)):
+            if k == 0:
+                h = esum([Wk[j][f] * float(x[f]) for f in range(F)]) + bk[j]
+            else:
+                h = esum([prog.mul(Wk[j][f], a[f]) for f in range(len(a))]) + bk[j]
+            rj, _ = prog.relu(h)
+            r.append(prog.define(rj))
+        a = r
+    W_out, b_out = layers[-1]
+    z = [
+        esum([prog.mul(W_out[o][j], a[j]) for j in range(len(a))]) + b_out[o]
+        for o in range(n_outputs)
+    ]
+    if n_outputs == 1:
         return prog, [z[0] * float(pred)]
-    return prog, [z[pred] - z[j] for j in range(n_out) if j != pred]
+    return prog, [z[pred] - z[j] for j in range(n_outputs) if j != pred]

@@ -15,11 +15,23 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_cispa.certification import MIBPCertifier
 from sklearn_cispa.certification import _mibp as mibp_module
 from sklearn_cispa.certification._interval import (
+    forward,
     gradient_interval,
     hinge_gradient,
+    interval_scores,
+    interval_step,
+    n_params,
     param_shapes,
 )
-from sklearn_cispa.certification._program import Program, const, esum, expr_data
+from sklearn_cispa.certification._lp import solve_lp_objectives
+from sklearn_cispa.certification._program import (
+    Program,
+    certify_program,
+    const,
+    esum,
+    expr_data,
+    step_program,
+)
 
 BOUNDS = ["interval", "lp", "mibp"]
 TOL = 1e-6
@@ -475,7 +487,9 @@ def test_solver_stats_and_shapes():
         ({"perturbed": np.ones(3, dtype=bool)}, "shape"),
         ({"perturbed": np.ones(30)}, "boolean mask"),
         ({"loss": "log_loss"}, "loss"),
-        ({"model": "mlp", "hidden_layer_sizes": (4, 4)}, "exactly one hidden layer"),
+        ({"model": "mlp", "hidden_layer_sizes": ()}, "non-empty sequence"),
+        ({"model": "mlp", "hidden_layer_sizes": (4, 0)}, "positive ints"),
+        ({"model": "mlp", "hidden_layer_sizes": [[2, 2]]}, "non-empty sequence"),
         ({"model": "cnn"}, "model"),
         ({"bound": "crown"}, "bound"),
     ],
@@ -559,3 +573,323 @@ def test_n_jobs_does_not_change_results():
     a = _fit(X, y, bound="mibp", epsilon=0.02, n_epochs=2, n_jobs=1)
     b = _fit(X, y, bound="mibp", epsilon=0.02, n_epochs=2, n_jobs=2)
     np.testing.assert_allclose(a.bounds_history_, b.bounds_history_, rtol=0, atol=1e-9)
+
+
+# --------------------------------------------------------------------------------------
+# deep networks: two (or more) hidden layers
+# --------------------------------------------------------------------------------------
+DEEP = dict(model="mlp", hidden_layer_sizes=(3, 2), n_epochs=2, learning_rate=2.0, random_state=1)
+DEEP_P = 3 * 2 + 3 + 2 * 3 + 2 + 1 * 2 + 1  # W1, b1, W2, b2, W3, b3
+
+
+def _scaled_moons(n, seed=0, test=60):
+    X, y = _moons(n, seed)
+    X_test, y_test = _moons(test, seed=seed + 1)
+    scaler = StandardScaler().fit(X)
+    return scaler.transform(X), y, scaler.transform(X_test), y_test
+
+
+@pytest.mark.parametrize("bound", ["interval", "lp", pytest.param("mibp", marks=pytest.mark.slow)])
+def test_deep_soundness_by_sampling(bound):
+    # measured: nominal accuracy 0.82; certified 50 (interval), 55 (lp, mibp) of 60 rows
+    X, y, X_test, _ = _scaled_moons(16)
+    datasets = _draw_datasets(X, y, 0.03, 60, np.random.default_rng(7))
+    kw = dict(DEEP, learning_rate=1.0, random_state=3)
+    cert = _fit(X, y, epsilon=0.03, bound=bound, time_limit=1.0, **kw)
+    assert cert.param_bounds_.shape == (2, DEEP_P)
+    assert cert.score(X_test, _scaled_moons(16)[3]) > 0.7
+    assert 0 < cert.certify(X_test).sum() < len(X_test)  # both outcomes occur
+    _assert_sound(cert, datasets, X_test)
+
+
+@pytest.mark.parametrize("n_out", [1, 3])
+def test_deep_certify_program_bounds_sampled_scores(n_out):
+    # the certification program of a two-hidden-layer net over a wide box: its SCIP and
+    # LP minima are below every sampled score margin and above the interval bound
+    rng = np.random.default_rng(12)
+    sizes, F = (3, 2), 2
+    shapes = param_shapes("mlp", F, sizes, n_out)
+    center = rng.normal(scale=0.7, size=n_params(shapes))
+    tl, tu = center - 0.15, center + 0.15
+    x = rng.normal(size=F)
+    pred = 1 if n_out == 1 else 0
+    prog, objs = certify_program(tl, tu, x, sizes, n_out, pred)
+    data = prog.to_data()
+    assert data["bilinear"], "the second layer must give bilinear products"
+    objectives = [(*expr_data(o), 1.0) for o in objs]
+    scip = [r["bound"] for r in mibp_module._scip_solve(data, objectives, 5.0, 0)]
+    lp = [r["bound"] for r in solve_lp_objectives(data, objectives, 5.0)]
+    zl, zu = interval_scores(tl, tu, x[None], "mlp", shapes)
+    if n_out == 1:
+        ivl = [zl[0, 0]]
+    else:
+        ivl = [zl[0, 0] - zu[0, j] for j in range(1, n_out)]
+    thetas = np.vstack(
+        [np.where(rng.random((300, tl.size)) < 0.5, tl, tu), rng.uniform(tl, tu, (300, tl.size))]
+    )
+    z = np.stack([forward(t, x[None], "mlp", shapes)[0][0] for t in thetas])
+    margins = z[:, :1] if n_out == 1 else z[:, :1] - z[:, 1:]
+    for k in range(len(objs)):
+        assert np.isfinite(scip[k]) and np.isfinite(lp[k])
+        assert margins[:, k].min() >= scip[k] - 1e-6
+        assert scip[k] >= lp[k] - 1e-6
+        assert lp[k] >= ivl[k] - 1e-6
+
+
+def test_deep_step_program_encloses_sampled_steps():
+    # one step of a (2, 2) net from a wide box: every sampled (theta, perturbed data) step
+    # lands inside the LP bounds of the step program and, for a few coordinates, SCIP's
+    X, y = _moons(6)
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    rng = np.random.default_rng(13)
+    sizes, eps, lr = (2, 2), 0.05, 0.5
+    shapes = param_shapes("mlp", 2, sizes, 1)
+    center = rng.normal(scale=0.7, size=n_params(shapes))
+    tl, tu = center - 0.05, center + 0.05
+    threat = {"epsilon": eps, "moving": np.ones(6, bool), "budget": None, "flips": 0}
+    prog, objs = step_program(tl, tu, X, Y, threat, lr, "mlp", sizes)
+    data = prog.to_data()
+    objectives = []
+    for o in objs:
+        objectives += [(*expr_data(o), 1.0), (*expr_data(o), -1.0)]
+    lp = np.array([r["bound"] for r in solve_lp_objectives(data, objectives, 5.0)])
+    lo, hi = lp[0::2], lp[1::2]
+    picks = [0, 7, n_params(shapes) - 1]  # a W1, a W2 and the last bias
+    chosen = [objectives[2 * k + s] for k in picks for s in (0, 1)]
+    scip = mibp_module._scip_solve(data, chosen, 5.0, 0)
+    ivl_l, ivl_u = interval_step(tl, tu, X, Y, threat, lr, "mlp", shapes)
+    for _ in range(300):
+        theta = rng.uniform(tl, tu)
+        Xp = X + rng.choice([-eps, eps], size=X.shape)
+        step = theta - lr * hinge_gradient(theta, Xp, Y, "mlp", shapes)
+        assert np.all(step >= lo - 1e-6) and np.all(step <= hi + 1e-6)
+        assert np.all(step >= ivl_l) and np.all(step <= ivl_u)
+        for j, k in enumerate(picks):
+            assert scip[2 * j]["bound"] - 1e-6 <= step[k] <= scip[2 * j + 1]["bound"] + 1e-6
+
+
+@pytest.mark.parametrize("bound", ["interval", "lp", pytest.param("mibp", marks=pytest.mark.slow)])
+def test_deep_soundness_budget_and_flips(bound):
+    # measured: certified 0 (interval), 18 (lp), 19 (mibp) of 60 rows
+    X, y, X_test, _ = _scaled_moons(12)
+    rng = np.random.default_rng(8)
+    datasets = _draw_datasets(X, y, 0.02, 30, rng, budget=3, flips=1)
+    kw = dict(DEEP, hidden_layer_sizes=(2, 2), learning_rate=0.5, random_state=3)
+    cert = _fit(X, y, epsilon=0.02, perturbed=3, label_flips=1, bound=bound, time_limit=1.0, **kw)
+    _assert_sound(cert, datasets, X_test)
+
+
+def test_deep_soundness_multiclass_lp():
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::12, :2], y[::12]
+    X = StandardScaler().fit_transform(X)
+    datasets = _draw_datasets(X, y, 0.02, 20, np.random.default_rng(9))
+    kw = dict(DEEP, hidden_layer_sizes=(2, 2), learning_rate=0.5)
+    for bound in ("interval", "lp"):
+        cert = _fit(X, y, epsilon=0.02, bound=bound, **kw)
+        assert cert.param_bounds_.shape == (2, 2 * 2 + 2 + 2 * 2 + 2 + 3 * 2 + 3)
+        _assert_sound(cert, datasets, X)
+
+
+@pytest.mark.slow
+def test_deep_mibp_inside_lp_inside_interval():
+    X, y = _moons(12)
+    X_test, y_test = _moons(40, seed=1)
+    kw = dict(DEEP, hidden_layer_sizes=(2, 2))
+    certs = {b: _fit(X, y, epsilon=0.05, bound=b, time_limit=2.0, **kw) for b in BOUNDS}
+    ivl = certs["interval"].bounds_history_
+    for b in ("lp", "mibp"):
+        h = certs[b].bounds_history_
+        assert np.all(h[:, 0] >= ivl[:, 0] - 1e-12)
+        assert np.all(h[:, 1] <= ivl[:, 1] + 1e-12)
+        acc = certs[b].certified_accuracy(X_test, y_test)
+        assert acc >= certs["interval"].certified_accuracy(X_test, y_test)
+    h, lp = certs["mibp"].bounds_history_, certs["lp"].bounds_history_
+    # epoch 1: both programs start from the same point, so every coordinate that SCIP
+    # solved to optimality is inside the LP bound
+    for st_ in certs["mibp"].solver_stats_:
+        if st_["epoch"] == 1 and st_["status"] in ("optimal", "gaplimit"):
+            k, end = st_["param"], 0 if st_["sense"] == "min" else 1
+            sign = 1.0 if end == 0 else -1.0
+            assert sign * (h[1, end, k] - lp[1, end, k]) >= -1e-5
+    width = {b: np.sum(c.param_bounds_[1] - c.param_bounds_[0]) for b, c in certs.items()}
+    if all(s["status"] in ("optimal", "gaplimit") for s in certs["mibp"].solver_stats_):
+        assert np.all(h[:, 0] >= lp[:, 0] - 1e-5)
+        assert np.all(h[:, 1] <= lp[:, 1] + 1e-5)
+        # measured: interval 0.306, lp 0.289, mibp 0.267 (sum of widths after two steps)
+        assert width["mibp"] < width["lp"]
+    assert width["lp"] < width["interval"]
+    assert width["mibp"] < width["interval"]
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+def test_deep_epsilon_zero_is_degenerate(bound):
+    X, y = _moons(16)
+    X_test, y_test = _moons(40, seed=1)
+    kw = dict(DEEP, n_epochs=3, learning_rate=1.0)
+    cert = _fit(X, y, epsilon=0.0, bound=bound, **kw)
+    assert np.all(cert.param_bounds_[1] - cert.param_bounds_[0] <= 1e-4)
+    assert np.all(cert.param_bounds_[0] <= cert.params_)
+    assert np.all(cert.params_ <= cert.param_bounds_[1])
+    keep = np.abs(cert.decision_function(X_test)) >= 1e-3
+    assert keep.sum() >= 35
+    assert np.all(cert.certify(X_test)[keep])
+    acc = np.mean(cert.predict(X_test[keep]) == y_test[keep])
+    assert cert.certified_accuracy(X_test[keep], y_test[keep]) == pytest.approx(acc)
+
+
+def _reference_deep_gd(X, Y, theta0, sizes, lr, n_epochs):
+    """Plain numpy backpropagation of the mean hinge loss, written out layer by layer."""
+    widths = [X.shape[1], *sizes, Y.shape[1]]
+    Ws, bs, off = [], [], 0
+    for a, b in zip(widths[:-1], widths[1:]):
+        Ws.append(theta0[off : off + a * b].reshape(b, a).copy())
+        off += a * b
+        bs.append(theta0[off : off + b].copy())
+        off += b
+    n = X.shape[0]
+    for _ in range(n_epochs):
+        acts, pre = [X], []
+        for W, b in zip(Ws[:-1], bs[:-1]):
+            pre.append(acts[-1] @ W.T + b)
+            acts.append(np.where(pre[-1] > 0, pre[-1], 0.0))
+        z = acts[-1] @ Ws[-1].T + bs[-1]
+        g = np.where(Y * z < 1, -Y, 0.0) / n
+        gWs, gbs = [None] * len(Ws), [None] * len(Ws)
+        for k in reversed(range(len(Ws))):
+            gWs[k] = g.T @ acts[k]
+            gbs[k] = g.sum(axis=0)
+            if k:
+                g = (g @ Ws[k]) * (pre[k - 1] > 0)
+        Ws = [W - lr * gW for W, gW in zip(Ws, gWs)]
+        bs = [b - lr * gb for b, gb in zip(bs, gbs)]
+    return np.concatenate([p.ravel() for W, b in zip(Ws, bs) for p in (W, b)])
+
+
+@pytest.mark.parametrize("sizes", [(3, 2), (2, 3, 2)])
+def test_deep_nominal_run_matches_reference(sizes):
+    X, y = _moons(20)
+    kw = dict(DEEP, hidden_layer_sizes=sizes, n_epochs=5, learning_rate=1.0)
+    certs = [_fit(X, y, epsilon=0.01, bound=b, **kw) for b in ("interval", "lp")]
+    np.testing.assert_array_equal(certs[0].params_, certs[1].params_)
+    Y = np.where(y == 1, 1.0, -1.0)[:, None]
+    ref = _reference_deep_gd(X, Y, certs[0].init_params_, sizes, 1.0, 5)
+    np.testing.assert_allclose(certs[0].params_, ref, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(certs[0].params_, certs[0].init_params_)
+    z = certs[0].decision_function(X)
+    acts = X
+    W_ref = ref
+    widths = [2, *sizes, 1]
+    off = 0
+    for k, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+        W = W_ref[off : off + a * b].reshape(b, a)
+        off += a * b
+        acts = acts @ W.T + W_ref[off : off + b]
+        off += b
+        if k < len(sizes):
+            acts = np.maximum(acts, 0.0)
+    np.testing.assert_allclose(z, acts[:, 0], rtol=1e-10, atol=1e-12)
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    seed=st.integers(0, 10_000),
+    sizes=st.sampled_from([(2, 2), (3, 2), (2, 2, 2)]),
+    n_classes=st.sampled_from([2, 3]),
+    eps=st.floats(0.0, 0.3),
+    width=st.floats(0.0, 0.2),
+    budget=st.sampled_from([None, 0, 1, 3]),
+    flips=st.sampled_from([0, 1, 2]),
+)
+def test_deep_interval_gradient_encloses_samples(seed, sizes, n_classes, eps, width, budget, flips):
+    rng = np.random.default_rng(seed)
+    n, F = 6, 2
+    n_out = 1 if n_classes == 2 else n_classes
+    if n_out > 1:
+        flips = 0
+    shapes = param_shapes("mlp", F, sizes, n_out)
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, n_classes, size=n)
+    Y = (
+        np.where(y == 1, 1.0, -1.0)[:, None]
+        if n_out == 1
+        else np.where(y[:, None] == np.arange(n_out), 1.0, -1.0)
+    )
+    center = rng.normal(scale=0.7, size=n_params(shapes))
+    tl, tu = center - width, center + width
+    threat = {"epsilon": eps, "moving": np.ones(n, bool), "budget": budget, "flips": flips}
+    gl, gu = gradient_interval(tl, tu, X, Y, threat, "mlp", shapes)
+    for _ in range(20):
+        theta = rng.uniform(tl, tu)
+        delta = rng.choice([-eps, eps], size=(n, F))
+        if budget is not None:
+            delta[rng.permutation(n)[budget:]] = 0.0
+        Yp = Y.copy()
+        if flips:
+            Yp[rng.permutation(n)[:flips]] *= -1
+        g = hinge_gradient(theta, X + delta, Yp, "mlp", shapes)
+        assert np.all(g >= gl - 1e-9) and np.all(g <= gu + 1e-9)
+
+
+def test_deep_solver_failure_never_certifies(monkeypatch):
+    def failing(data, objectives, time_limit, seed):
+        return [{"bound": np.nan, "status": "error", "time": 0.0, "gap": np.nan}] * len(objectives)
+
+    X, y = _moons(12)
+    kw = dict(DEEP, epsilon=0.05)
+    ivl = _fit(X, y, bound="interval", **kw)
+    monkeypatch.setattr(mibp_module, "_scip_solve", failing)
+    cert = _fit(X, y, bound="mibp", **kw)
+    assert {s["status"] for s in cert.solver_stats_} == {"fallback"}
+    np.testing.assert_allclose(cert.bounds_history_, ivl.bounds_history_)
+    np.testing.assert_array_equal(cert.certify(X), ivl.certify(X))
+
+
+def test_hidden_layer_sizes_int_and_list():
+    X, y = _moons(12)
+    a = _fit(X, y, model="mlp", hidden_layer_sizes=3, bound="interval", n_epochs=1)
+    b = _fit(X, y, model="mlp", hidden_layer_sizes=[3], bound="interval", n_epochs=1)
+    np.testing.assert_array_equal(a.bounds_history_, b.bounds_history_)
+    c = _fit(X, y, model="mlp", hidden_layer_sizes=np.array([3, 2]), bound="interval", n_epochs=1)
+    assert c.param_bounds_.shape == (2, DEEP_P)
+
+
+@settings(deadline=None, max_examples=8)
+@given(
+    seed=st.integers(0, 10_000),
+    sizes=st.sampled_from([(2, 2), (2, 1, 2)]),
+    n_classes=st.sampled_from([2, 3]),
+    eps=st.sampled_from([0.0, 0.02, 0.1]),
+    perturbed=st.sampled_from(["all", 2, "mask"]),
+    flips=st.sampled_from([0, 1]),
+    bound=st.sampled_from(["interval", "lp"]),
+)
+def test_deep_estimator_sound_on_random_data(seed, sizes, n_classes, eps, perturbed, flips, bound):
+    rng = np.random.default_rng(seed)
+    n, F = 7, 2
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)
+    if n_classes > 2:
+        flips = 0
+    mask = rng.random(n) < 0.5
+    pert = mask if perturbed == "mask" else perturbed
+    cert = _fit(
+        X,
+        y,
+        model="mlp",
+        hidden_layer_sizes=sizes,
+        epsilon=eps,
+        perturbed=pert,
+        label_flips=flips,
+        n_epochs=2,
+        learning_rate=1.0,
+        bound=bound,
+        time_limit=2.0,
+        random_state=seed,
+    )
+    kw = {"budget": 2} if perturbed == 2 else {"mask": mask} if perturbed == "mask" else {}
+    datasets = _draw_datasets(X, y, eps, 20, rng, flips=flips, **kw)
+    X_test = rng.normal(size=(10, F))
+    datasets = [(Xp, yp) for Xp, yp in datasets if len(np.unique(yp)) == n_classes]
+    _assert_sound(cert, datasets, X_test)
