@@ -118,6 +118,23 @@ def get_pyplot():
     return plt
 
 
+def save_figure(fig, out_dir, filename):
+    """Lay out ``fig``, write it to ``out_dir / filename`` at 100 dpi and close it.
+
+    Returns
+    -------
+    figures : tuple of str
+        The written path, ready for ``ExperimentResult(figures=...)``.
+    """
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(out_dir) / filename
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return (str(path),)
+
+
 def _fmt(value):
     if isinstance(value, float | int) and not isinstance(value, bool):
         if math.isnan(value):

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.linear_model import LinearRegression
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.causal._augmented_iv import AugmentedIVRegressor
 from sklearn_cispa.datasets import make_confounded_linear
 from sklearn_cispa.utils import spawn_seeds
@@ -54,11 +54,7 @@ def run(*, quick, out_dir, random_state):
         ax.boxplot(list(errors.values()), tick_labels=list(errors))
         ax.set_ylabel("nCER (lower is better)")
         ax.set_title(f"Linear simulation, {n_sems} SEMs")
-        fig.tight_layout()
-        path = out_dir / "augmented_iv_ncer.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        figures = (str(path),)
+        figures = save_figure(fig, out_dir, "augmented_iv_ncer.png")
 
     return ExperimentResult(
         metric="mean nCER (lower is better)",

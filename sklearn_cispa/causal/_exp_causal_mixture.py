@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.utils import is_available
 
 
@@ -76,11 +76,7 @@ def run(*, quick, out_dir, random_state):
         ax.set_ylabel("directed-edge F1")
         ax.set_ylim(0, 1)
         ax.set_title(f"N=6, n={n_samples}, {len(res['cmm'])} seeds")
-        fig.tight_layout()
-        path = out_dir / "causal_mixture_f1.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        figures = (str(path),)
+        figures = save_figure(fig, out_dir, "causal_mixture_f1.png")
     return ExperimentResult(
         metric="edge F1",
         value=_mean(res["cmm"]),

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 
 
 @register_experiment(
@@ -48,11 +48,7 @@ def run(*, quick, out_dir, random_state):
             ax.plot(np.sum(hist[:, 1] - hist[:, 0], axis=1), marker="o", label=b)
         ax.set(xlabel="training step", ylabel="total box width", title=f"epsilon={eps}")
         ax.legend()
-        fig.tight_layout()
-        path = out_dir / "mibp_box_width.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        figures.append(str(path))
+        figures.extend(save_figure(fig, out_dir, "mibp_box_width.png"))
     details = (
         f"two moons n_train={n_train}, {n_epochs} steps, eps={eps}; lp {acc['lp']:.3f}; "
         f"clean {fits['mibp'].score(X_te, y_te):.3f}; box width mibp/lp/interval "

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.utils import parallel_map, spawn_seeds
 
 ALPHA, SIGMA, RADIUS = 0.1, 0.25, 0.12
@@ -84,11 +84,7 @@ def run(*, quick, out_dir, random_state):
         ax.set_ylabel(f"attacked coverage (r={RADIUS})")
         for i, m in enumerate(names):
             ax.text(i, 0.52, f"size {mean[m]['size']:.2f}", ha="center", fontsize=8)
-        fig.tight_layout()
-        path = out_dir / "rcp1_attacked_coverage.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        figures = (str(path),)
+        figures = save_figure(fig, out_dir, "rcp1_attacked_coverage.png")
     details = (
         f"r={RADIUS}, sigma={SIGMA}, alpha={ALPHA}, {n_splits} splits, EOT-PGD 30x8; "
         f"set size RCP1 {mean['rcp1']['size']:.2f} (1 pass) vs vanilla "

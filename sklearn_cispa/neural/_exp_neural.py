@@ -1,7 +1,7 @@
 """Report rows of the neural field: MaxSup vs label smoothing, NanoAdam vs AdamW on
 split digits, Sign-In vs plain sparse training (one row each)."""
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.utils import seed_from_random_state
 
 
@@ -13,11 +13,7 @@ def _bar(out_dir, name, labels, values, ylabel, title):
     ax.bar(labels, values, color=["#999999", "#4c72b0", "#dd8452", "#55a868"][: len(labels)])
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    fig.tight_layout()
-    path = out_dir / f"{name}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return (str(path),)
+    return save_figure(fig, out_dir, f"{name}.png")
 
 
 @register_experiment(

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 
 
 @register_experiment(
@@ -49,11 +49,7 @@ def run(*, quick, out_dir, random_state):
         ax.set_ylim(0.8, 1.0)
         ax.set_ylabel("test accuracy")
         ax.legend(loc="lower right")
-        fig.tight_layout()
-        path = out_dir / "neurules_breast_cancer.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        figures = (str(path),)
+        figures = save_figure(fig, out_dir, "neurules_breast_cancer.png")
 
     return ExperimentResult(
         metric=f"accuracy ({len(folds)}-fold mean)",

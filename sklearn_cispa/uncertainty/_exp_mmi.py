@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment
+from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.uncertainty._iipm import (
     _entropy_bits,
     accuracy_rejection_curve,
@@ -77,11 +77,7 @@ def run(*, quick, out_dir, random_state):
         ax.set_ylabel("accuracy on retained points")
         ax.set_title("digits, 10 random forests")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out_dir / "mmi_accuracy_rejection.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        figures = (str(path),)
+        figures = save_figure(fig, out_dir, "mmi_accuracy_rejection.png")
     others = ", ".join(f"{k} {mean[k]:.4f}" for k in MEASURES if k not in ("MMI", "MI"))
     return ExperimentResult(
         metric="AR-AUC digits",
