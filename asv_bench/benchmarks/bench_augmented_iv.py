@@ -28,24 +28,10 @@ from sklearn_cispa.causal import (
     ComposeAugmentations,
     GaussianNoiseAugmentation,
 )
+from sklearn_cispa.causal._aiv_eval import FixedAugmentation, ncer
 from sklearn_cispa.datasets import make_confounded_linear
 
 from ._common import SEED, require
-
-
-def _ncer(h, f):
-    err = float(np.sum((np.asarray(h) - f) ** 2))
-    return err / (err + float(np.sum(f**2)))
-
-
-class _Fixed:
-    """Hand every method the same pre-drawn augmentation (picklable, no closure)."""
-
-    def __init__(self, Xa, G):
-        self.Xa, self.G = Xa, G
-
-    def augment(self, X, random_state=None):
-        return self.Xa, self.G
 
 
 def _data(n, d, composed=False):
@@ -66,7 +52,7 @@ def _fit(method, X, y, Xa, G):
         lm = require("linearmodels.iv")
         return np.asarray(lm.IV2SLS(y, None, Xa, G).fit(cov_type="unadjusted").params)
     alpha = {"DA+IVL alpha=0.1": 0.1, "DA+IVL alpha=0": 0.0}.get(method, "cv")
-    est = AugmentedIVRegressor(_Fixed(Xa, G), alpha=alpha, random_state=SEED)
+    est = AugmentedIVRegressor(FixedAugmentation(Xa, G), alpha=alpha, random_state=SEED)
     return est.fit(X, y).coef_
 
 
@@ -111,7 +97,7 @@ class Quality:
 
     def track_ncer(self, method):
         X, y, f, Xa, G = self.data
-        return _ncer(_fit(method, X, y, Xa, G), f)
+        return ncer(_fit(method, X, y, Xa, G), f)
 
     track_ncer.unit = "nCER"
 

@@ -4,22 +4,10 @@ import numpy as np
 from sklearn.linear_model import LinearRegression
 
 from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.causal._aiv_eval import FixedAugmentation, ncer
 from sklearn_cispa.causal._augmented_iv import AugmentedIVRegressor
 from sklearn_cispa.datasets import make_confounded_linear
 from sklearn_cispa.utils import spawn_seeds
-
-
-def _ncer(h, f):
-    err = float(np.sum((h - f) ** 2))
-    return err / (err + float(np.sum(f**2)))
-
-
-class _Fixed:
-    def __init__(self, Xa, G):
-        self.Xa, self.G = Xa, G
-
-    def augment(self, X, random_state=None):
-        return self.Xa, self.G
 
 
 @register_experiment(
@@ -39,11 +27,11 @@ def run(*, quick, out_dir, random_state):
     for seed in seeds:
         X, y, f, aug = make_confounded_linear(2048, 32, 1.0, random_state=seed)
         Xa, G = aug.augment(X, np.random.default_rng(seed))
-        errors["ERM"].append(_ncer(LinearRegression().fit(X, y).coef_, f))
-        errors["DA+ERM"].append(_ncer(LinearRegression().fit(Xa, y).coef_, f))
+        errors["ERM"].append(ncer(LinearRegression().fit(X, y).coef_, f))
+        errors["DA+ERM"].append(ncer(LinearRegression().fit(Xa, y).coef_, f))
         for name, alpha in (("DA+IVL-CV", "cv"), ("DA+IVL alpha=0", 0.0)):
-            est = AugmentedIVRegressor(_Fixed(Xa, G), alpha=alpha, random_state=seed)
-            errors[name].append(_ncer(est.fit(X, y).coef_, f))
+            est = AugmentedIVRegressor(FixedAugmentation(Xa, G), alpha=alpha, random_state=seed)
+            errors[name].append(ncer(est.fit(X, y).coef_, f))
     means = {k: float(np.mean(v)) for k, v in errors.items()}
     wins = int(np.sum(np.array(errors["DA+IVL-CV"]) < np.array(errors["ERM"])))
 
