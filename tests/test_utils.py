@@ -121,3 +121,25 @@ def test_optional_import_message():
         optional_import("definitely_missing_pkg_xyz", purpose="A test")
     with pytest.raises(ImportError, match=r"sklearn-cispa\[bench\]"):
         optional_import("lingam.surely_missing_submodule")
+
+
+@pytest.mark.parametrize(
+    "kwargs, ok, bad",
+    [
+        ({"low": 0}, [0, 2.5], [-1e-9, np.inf, np.nan]),
+        ({"low": 0, "closed": (False, True)}, [1e-12], [0.0, -1.0]),
+        ({"low": 0, "high": 1, "closed": (True, False)}, [0.0, 0.999], [1.0, -0.1]),
+        ({}, [-3.0, 7], [np.inf, -np.inf, np.nan]),
+    ],
+)
+def test_check_real_ranges(kwargs, ok, bad):
+    from sklearn_cispa.utils import check_real
+
+    for v in ok:
+        assert check_real(v, name="v", **kwargs) == float(v)
+    for v in bad:
+        with pytest.raises(ValueError, match="v must be"):
+            check_real(v, name="v", **kwargs)
+    for v in (True, "1", None):
+        with pytest.raises(TypeError, match="v must be a real number"):
+            check_real(v, name="v", **kwargs)

@@ -11,11 +11,10 @@ not estimators and have no ``fit``.
 """
 
 import inspect
-import numbers
 
 import numpy as np
 
-from sklearn_cispa.utils import check_random_generator
+from sklearn_cispa.utils import check_random_generator, check_real
 
 __all__ = ["ComposeAugmentations", "GaussianNoiseAugmentation", "NullSpaceTranslation"]
 
@@ -25,14 +24,6 @@ def _check_X(X):
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
     return X
-
-
-def _check_scale(scale, name="scale"):
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(scale).__name__}.")
-    if not np.isfinite(scale) or scale < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {scale}.")
-    return float(scale)
 
 
 class _BaseAugmentation:
@@ -179,7 +170,7 @@ class NullSpaceTranslation(_BaseAugmentation):
             )
         if not np.all(np.isfinite(directions)):
             raise ValueError("directions contains NaN or infinite values.")
-        scale = _check_scale(self.scale)
+        scale = check_real(self.scale, name="scale", low=0)
         rng = check_random_generator(random_state)
         G = rng.standard_normal((X.shape[0], directions.shape[0]))
         return X + scale * (G @ directions), G
@@ -239,7 +230,7 @@ class GaussianNoiseAugmentation(_BaseAugmentation):
             The standard normal draws.
         """
         X = _check_X(X)
-        scale = _check_scale(self.scale)
+        scale = check_real(self.scale, name="scale", low=0)
         rng = check_random_generator(random_state)
         G = rng.standard_normal(X.shape)
         spread = float(np.std(X)) if X.size else 0.0

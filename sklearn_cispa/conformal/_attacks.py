@@ -8,7 +8,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from sklearn_cispa.utils import check_random_generator, optional_import
+from sklearn_cispa.utils import check_random_generator, check_real, optional_import
 
 _OBJECTIVES = ("prob", "ce")
 _OUTPUTS = ("logits", "proba", "regression")
@@ -269,10 +269,7 @@ def eot_pgd_l2_attack(
     True
     """
     for name, value in (("radius", radius), ("sigma", sigma)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+        check_real(value, name=name, low=0)
     for name, value in (("n_steps", n_steps), ("n_noise", n_noise)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")

@@ -20,7 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_cispa.utils import check_in_unit_interval, check_random_generator
+from sklearn_cispa.utils import check_in_unit_interval, check_random_generator, check_real
 
 _FLOATS = [np.float64, np.float32]
 
@@ -70,38 +70,18 @@ def corrected_alpha(alpha, sigma, radius, kind="coverage", bound=1.0):
     """
     if kind not in ("coverage", "risk"):
         raise ValueError(f"kind must be 'coverage' or 'risk', got {kind!r}.")
-    sigma = _check_positive(sigma, "sigma")
-    radius = _check_nonnegative(radius, "radius")
+    sigma = check_real(sigma, name="sigma", low=0, closed=(False, True))
+    radius = check_real(radius, name="radius", low=0)
     if kind == "coverage":
         alpha = check_in_unit_interval(alpha, name="alpha")
         if radius == 0:
             return alpha
         return float(norm.cdf(norm.ppf(alpha) - radius / sigma))
-    bound = _check_positive(bound, "bound")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}.")
-    alpha = float(alpha)
-    if not 0 < alpha < bound:
-        raise ValueError(f"alpha must be in (0, bound={bound}), got {alpha}.")
+    bound = check_real(bound, name="bound", low=0, closed=(False, True))
+    alpha = check_real(alpha, name="alpha", low=0, high=bound, closed=(False, False))
     if radius == 0:
         return alpha
     return float(bound * norm.cdf(norm.ppf(alpha / bound) - radius / sigma))
-
-
-def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value}.")
-    return float(value)
-
-
-def _check_nonnegative(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    if not (np.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
-    return float(value)
 
 
 def _snap(x):

@@ -1,24 +1,19 @@
 """MaxSup and label-smoothing criteria with a linear ramp of their weight, and the skorch
 callback that drives the ramp."""
 
-import numbers
 
 import torch
 from skorch.callbacks import Callback
 from torch import nn
 from torch.nn import functional as F
 
+from sklearn_cispa.utils import check_real
+
 __all__ = ["AlphaSchedule", "LabelSmoothingLoss", "MaxSupLoss"]
 
 
 def _check_alpha(name, value, upper):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    if not (value >= 0.0) or (upper is not None and value > upper):
-        bound = f"in [0, {upper}]" if upper is not None else ">= 0"
-        raise ValueError(f"{name} must be {bound}, got {value!r}.")
-    return value
+    return check_real(value, name=name, low=0, high=upper)
 
 
 def _ramp(alpha, alpha_end, epoch, n_epochs):

@@ -7,23 +7,11 @@ import numbers
 import torch
 from torch.optim import Optimizer
 
+from sklearn_cispa.utils import check_real
+
 __all__ = ["NanoAdam"]
 
 _POLICIES = ("reset", "keep_overlap")
-
-
-def _check_real(name, value, low, high, low_open=False, high_open=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    ok = (value > low if low_open else value >= low) and (
-        value < high if high_open else value <= high
-    )
-    if not ok or math.isnan(value):
-        lb = "(" if low_open else "["
-        rb = ")" if high_open else "]"
-        raise ValueError(f"{name} must be in {lb}{low}, {high}{rb}, got {value!r}.")
-    return value
 
 
 class NanoAdam(Optimizer):
@@ -148,17 +136,19 @@ class NanoAdam(Optimizer):
 
     @staticmethod
     def _validate_group(group):
-        _check_real("lr", group["lr"], 0.0, math.inf)
+        check_real(group["lr"], name="lr", low=0)
         betas = group["betas"]
         if not isinstance(betas, tuple | list) or len(betas) != 2:
             raise ValueError(f"betas must be a pair of floats, got {betas!r}.")
         for i, b in enumerate(betas):
-            _check_real(f"betas[{i}]", b, 0.0, 1.0, high_open=True)
-        _check_real("eps", group["eps"], 0.0, math.inf)
-        _check_real("weight_decay", group["weight_decay"], 0.0, math.inf)
-        _check_real("density", group["density"], 0.0, 1.0, low_open=True)
+            check_real(b, name=f"betas[{i}]", low=0, high=1, closed=(True, False))
+        check_real(group["eps"], name="eps", low=0)
+        check_real(group["weight_decay"], name="weight_decay", low=0)
+        check_real(group["density"], name="density", low=0, high=1, closed=(False, True))
         if group["density_end"] is not None:
-            _check_real("density_end", group["density_end"], 0.0, 1.0, low_open=True)
+            check_real(
+                group["density_end"], name="density_end", low=0, high=1, closed=(False, True)
+            )
             ts = group["total_steps"]
             if ts is None:
                 raise ValueError("density_end needs total_steps (the length of the ramp).")

@@ -7,16 +7,13 @@ from skorch.callbacks import Callback
 from torch import nn
 from torch.nn.utils import parametrize
 
+from sklearn_cispa.utils import check_real
+
 __all__ = ["SignIn", "SignInReset", "apply_sign_in", "merge_sign_in", "reset_sign_in"]
 
 
 def _check_beta(beta):
-    if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
-        raise TypeError(f"beta must be a real number, got {type(beta).__name__}.")
-    beta = float(beta)
-    if not beta >= 0.0:
-        raise ValueError(f"beta must be >= 0, got {beta!r}.")
-    return beta
+    return check_real(beta, name="beta", low=0)
 
 
 def _split(theta, beta):

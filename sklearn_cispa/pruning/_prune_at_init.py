@@ -1,7 +1,6 @@
 """Pruning at initialisation: random, magnitude, SNIP, GraSP and Synflow masks."""
 
 import copy
-import numbers
 import warnings
 
 import numpy as np
@@ -10,7 +9,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils import parametrize
 
-from sklearn_cispa.utils import seed_from_random_state, torch_generator
+from sklearn_cispa.utils import check_real, seed_from_random_state, torch_generator
 
 __all__ = ["prune_at_init"]
 
@@ -202,11 +201,7 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}.")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
-    if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real):
-        raise TypeError(f"sparsity must be a real number, got {type(sparsity).__name__}.")
-    sparsity = float(sparsity)
-    if not 0.0 <= sparsity < 1.0:
-        raise ValueError(f"sparsity must be in [0, 1), got {sparsity!r}.")
+    sparsity = check_real(sparsity, name="sparsity", low=0, high=1, closed=(True, False))
     layers = _prunable(module)
     if not layers:
         raise ValueError("the module has no nn.Linear or nn.Conv weight to prune.")

@@ -18,6 +18,7 @@ from sklearn_cispa.utils._validation import (
     check_min_samples,
     check_probabilities,
     check_random_generator,
+    check_real,
 )
 from sklearn_cispa.utils.discovery import all_estimators, all_functions
 
@@ -28,6 +29,7 @@ __all__ = [
     "check_min_samples",
     "check_probabilities",
     "check_random_generator",
+    "check_real",
     "is_available",
     "optional_import",
     "parallel_map",

@@ -95,6 +95,70 @@ def check_min_samples(n_samples, min_samples, *, what):
         raise ValueError(f"{what} needs at least {min_samples} samples, got {n_samples}.")
 
 
+def _bound_text(low, high, closed):
+    if low is not None and high is not None:
+        left = "[" if closed[0] else "("
+        right = "]" if closed[1] else ")"
+        return f"in {left}{low}, {high}{right}"
+    if low is not None:
+        return f"a finite number {'>=' if closed[0] else '>'} {low}"
+    if high is not None:
+        return f"a finite number {'<=' if closed[1] else '<'} {high}"
+    return "a finite number"
+
+
+def check_real(value, *, name, low=None, high=None, closed=(True, True)):
+    """Check that a scalar is a finite real number in a range and return it as float.
+
+    Parameters
+    ----------
+    value : float
+        The value. Booleans are refused, as are NaN and infinities.
+    name : str
+        Its name, for the messages.
+    low, high : float, default=None
+        Bounds of the allowed range; None leaves that side open-ended.
+    closed : tuple of bool, default=(True, True)
+        Whether ``low`` and ``high`` themselves are allowed.
+
+    Returns
+    -------
+    value : float
+
+    Raises
+    ------
+    TypeError
+        When ``value`` is not a real number.
+    ValueError
+        When it is not finite or lies outside the range; the message states the range.
+
+    Examples
+    --------
+    >>> from sklearn_cispa.utils import check_real
+    >>> check_real(0.5, name="sigma", low=0, closed=(False, True))
+    0.5
+    >>> check_real(-1, name="radius", low=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: radius must be a finite number >= 0, got -1.0.
+    >>> check_real(1.0, name="sparsity", low=0, high=1, closed=(True, False))
+    Traceback (most recent call last):
+    ...
+    ValueError: sparsity must be in [0, 1), got 1.0.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
+    value = float(value)
+    ok = bool(np.isfinite(value))
+    if low is not None:
+        ok = ok and (value >= low if closed[0] else value > low)
+    if high is not None:
+        ok = ok and (value <= high if closed[1] else value < high)
+    if not ok:
+        raise ValueError(f"{name} must be {_bound_text(low, high, closed)}, got {value!r}.")
+    return value
+
+
 def check_in_unit_interval(value, *, name, closed=(False, False)):
     """Check a scalar lies in (0, 1), with optionally closed ends, and return it as float.
 
@@ -121,16 +185,7 @@ def check_in_unit_interval(value, *, name, closed=(False, False)):
     ...
     ValueError: alpha must be in (0, 1), got 1.0.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    lo_ok = value >= 0 if closed[0] else value > 0
-    hi_ok = value <= 1 if closed[1] else value < 1
-    if not (lo_ok and hi_ok and np.isfinite(value)):
-        left = "[" if closed[0] else "("
-        right = "]" if closed[1] else ")"
-        raise ValueError(f"{name} must be in {left}0, 1{right}, got {value}.")
-    return value
+    return check_real(value, name=name, low=0, high=1, closed=closed)
 
 
 def check_random_generator(random_state):
