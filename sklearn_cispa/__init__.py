@@ -9,7 +9,8 @@ import importlib
 
 __version__ = "0.1.0.dev0"
 
-_SUBPACKAGES = (
+# the field subpackages (utils.discovery reads this tuple too)
+_FIELD_SUBPACKAGES = (
     "causal",
     "certification",
     "conformal",
@@ -18,8 +19,8 @@ _SUBPACKAGES = (
     "pruning",
     "rules",
     "uncertainty",
-    "utils",
 )
+_SUBPACKAGES = (*_FIELD_SUBPACKAGES, "utils")
 
 __all__ = ["__version__", *_SUBPACKAGES]
 

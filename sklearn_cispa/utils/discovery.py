@@ -16,16 +16,7 @@ from sklearn.base import (
     TransformerMixin,
 )
 
-FIELD_SUBPACKAGES = (
-    "causal",
-    "certification",
-    "conformal",
-    "datasets",
-    "neural",
-    "pruning",
-    "rules",
-    "uncertainty",
-)
+from sklearn_cispa import _FIELD_SUBPACKAGES as FIELD_SUBPACKAGES
 
 _TYPE_MIXINS = {
     "classifier": ClassifierMixin,
