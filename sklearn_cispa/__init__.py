@@ -20,7 +20,7 @@ _FIELD_SUBPACKAGES = (
     "rules",
     "uncertainty",
 )
-_SUBPACKAGES = (*_FIELD_SUBPACKAGES, "utils")
+_SUBPACKAGES = (*_FIELD_SUBPACKAGES, "report", "utils")
 
 __all__ = ["__version__", *_SUBPACKAGES]
 

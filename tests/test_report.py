@@ -1,7 +1,8 @@
 import pytest
 
-from sklearn_cispa import _report
-from sklearn_cispa._report import ExperimentResult, format_table, register_experiment
+from sklearn_cispa.report import ExperimentResult, register_experiment
+from sklearn_cispa.report import _runner as _report
+from sklearn_cispa.report._runner import format_table
 
 
 def _ok(*, quick, out_dir, random_state):

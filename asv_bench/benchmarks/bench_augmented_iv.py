@@ -28,8 +28,8 @@ from sklearn_cispa.causal import (
     ComposeAugmentations,
     GaussianNoiseAugmentation,
 )
-from sklearn_cispa.causal._aiv_eval import FixedAugmentation, ncer
 from sklearn_cispa.datasets import make_confounded_linear
+from sklearn_cispa.report._aiv_eval import FixedAugmentation, ncer
 
 from ._common import SEED, require
 

@@ -3,10 +3,10 @@
 import numpy as np
 from sklearn.linear_model import LinearRegression
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
-from sklearn_cispa.causal._aiv_eval import FixedAugmentation, ncer
 from sklearn_cispa.causal._augmented_iv import AugmentedIVRegressor
 from sklearn_cispa.datasets import make_confounded_linear
+from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report._aiv_eval import FixedAugmentation, ncer
 from sklearn_cispa.utils import spawn_seeds
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.utils import is_available
 
 
@@ -16,9 +16,9 @@ def compare_on_generated(*, n_nodes, n_samples, seeds, cmm_params, random_state=
     from sklearn.preprocessing import StandardScaler
 
     from sklearn_cispa.causal import CausalMixtureDiscoverer
-    from sklearn_cispa.causal._cmm_eval import edge_f1, run_ges, run_lingam
     from sklearn_cispa.datasets import make_causal_mixture
     from sklearn_cispa.datasets._causal_mixture import node_truth_labels
+    from sklearn_cispa.report._cmm_eval import edge_f1, run_ges, run_lingam
 
     out = {"cmm": [], "ges": [], "lingam": [], "ari": []}
     for seed in seeds:

@@ -1,7 +1,7 @@
 """Report rows of the neural field: MaxSup vs label smoothing, NanoAdam vs AdamW on
 split digits, Sign-In vs plain sparse training (one row each)."""
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.utils import seed_from_random_state
 
 
@@ -22,7 +22,7 @@ def _bar(out_dir, name, labels, values, ylabel, title):
     description="digits MLP (SGD): CE vs label smoothing vs MaxSup, alpha 0.1 -> 0.2",
 )
 def run_maxsup(*, quick, out_dir, random_state):
-    from sklearn_cispa.neural._experiments import loss_comparison
+    from sklearn_cispa.report._neural_experiments import loss_comparison
 
     seed = seed_from_random_state(random_state) % 1000
     if quick:
@@ -58,7 +58,7 @@ def run_maxsup(*, quick, out_dir, random_state):
     description="split-digits continual learning: task-1 forgetting, NanoAdam vs AdamW",
 )
 def run_nanoadam(*, quick, out_dir, random_state):
-    from sklearn_cispa.neural._experiments import split_digits
+    from sklearn_cispa.report._neural_experiments import split_digits
 
     seed = seed_from_random_state(random_state) % 1000
     epochs = 10 if quick else 30
@@ -97,7 +97,7 @@ def run_nanoadam(*, quick, out_dir, random_state):
     description="digits MLP at 90% random PaI sparsity: Sign-In vs plain masked training",
 )
 def run_sign_in(*, quick, out_dir, random_state):
-    from sklearn_cispa.neural._experiments import sign_in_comparison
+    from sklearn_cispa.report._neural_experiments import sign_in_comparison
 
     seed = seed_from_random_state(random_state) % 1000
     res = sign_in_comparison(seed, sparsity=0.9, epochs=15 if quick else 60)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
 
 
 @register_experiment(

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_cispa._report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.utils import parallel_map, spawn_seeds
 
 ALPHA, SIGMA, RADIUS = 0.1, 0.25, 0.12

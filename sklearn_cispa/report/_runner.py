@@ -1,7 +1,7 @@
 """The reproduction report: ``python -m sklearn_cispa`` / ``sklearn-cispa``.
 
 Each method registers one small experiment with :func:`register_experiment` in a module
-named ``_exp_<method>.py`` inside its field subpackage; the report discovers those modules,
+named ``_exp_<method>.py`` inside ``sklearn_cispa/report/``; the report discovers those modules,
 runs each experiment on bundled or generated data and prints one table row per method:
 the method's headline metric, a peer's metric on the same data, and the wall time.
 Figures go to the output folder.
@@ -17,8 +17,6 @@ import sys
 import time
 import traceback
 from pathlib import Path
-
-from sklearn_cispa.utils.discovery import FIELD_SUBPACKAGES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,18 +85,17 @@ def register_experiment(name, *, title, description=""):
 
 
 def discover_experiments():
-    """Import every ``sklearn_cispa.<field>._exp_*`` module and return the registry.
+    """Import every ``sklearn_cispa.report._exp_*`` module and return the registry.
 
     Returns
     -------
     experiments : dict of str to Experiment
         Sorted by name.
     """
-    for field in FIELD_SUBPACKAGES:
-        package = importlib.import_module(f"sklearn_cispa.{field}")
-        for info in pkgutil.iter_modules(package.__path__):
-            if info.name.startswith("_exp_"):
-                importlib.import_module(f"sklearn_cispa.{field}.{info.name}")
+    package = importlib.import_module("sklearn_cispa.report")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_exp_"):
+            importlib.import_module(f"sklearn_cispa.report.{info.name}")
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -423,7 +423,7 @@ def test_v3_edge_f1_beside_ges():
     report row gives CMM 0.75, GES 0.54, DirectLiNGAM 0.68.
     """
     pytest.importorskip("causallearn")
-    from sklearn_cispa.causal._exp_causal_mixture import compare_on_generated
+    from sklearn_cispa.report._exp_causal_mixture import compare_on_generated
 
     res = compare_on_generated(
         n_nodes=6,

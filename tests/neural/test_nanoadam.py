@@ -11,7 +11,7 @@ from skorch import NeuralNetClassifier
 from torch import nn
 
 from sklearn_cispa.neural import NanoAdam
-from sklearn_cispa.neural._experiments import split_digits
+from sklearn_cispa.report._neural_experiments import split_digits
 
 
 def _mlp(seed=0, dtype=torch.float32, sizes=(64, 256, 256)):

@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from torch.nn.utils import parametrize
 
 from sklearn_cispa.neural import MLPNetClassifier, NanoAdam
-from sklearn_cispa.neural._experiments import (
+from sklearn_cispa.report._neural_experiments import (
     digits_split,
     hard_problem_split,
     loss_comparison,

@@ -19,8 +19,8 @@ from sklearn_cispa.neural import (
     merge_sign_in,
     reset_sign_in,
 )
-from sklearn_cispa.neural._experiments import sign_in_comparison
 from sklearn_cispa.pruning import prune_at_init
+from sklearn_cispa.report._neural_experiments import sign_in_comparison
 
 
 def _net(seed=0, dtype=torch.float64, sizes=(6, 12, 3)):

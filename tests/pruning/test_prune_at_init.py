@@ -12,9 +12,9 @@ from torch import nn
 from torch.nn.utils import prune
 
 from sklearn_cispa.neural import MLPNetClassifier, apply_sign_in
-from sklearn_cispa.neural._experiments import block_std, mask_structure, pai_early_loss
 from sklearn_cispa.pruning import prune_at_init
 from sklearn_cispa.pruning._prune_at_init import _synflow
+from sklearn_cispa.report._neural_experiments import block_std, mask_structure, pai_early_loss
 
 METHODS = ["random", "magnitude", "snip", "grasp", "synflow"]
 
