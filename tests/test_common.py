@@ -691,3 +691,66 @@ def test_robustness_table_complete():
 @pytest.mark.parametrize("name, cls, check", list(_robustness_cases()))
 def test_robustness(name, cls, check):
     _run_robustness_check(name, cls, check)
+
+
+# --------------------------------------------------------------------------------------
+# Public functions validate their arguments with scikit-learn's validate_params
+# --------------------------------------------------------------------------------------
+# Functions that are not yet wrapped on this branch. The method branches are adding
+# validate_params to them (issue 12); they run as strict xfails, so a function that
+# becomes wrapped fails the suite until the lead removes it from this set at the merge.
+_VALIDATE_PARAMS_PENDING = {
+    "accuracy_rejection_curve",
+    "apply_sign_in",
+    "choquet_integral",
+    "corrected_alpha",
+    "entropy_difference",
+    "eot_pgd_l2_attack",
+    "generalized_hartley",
+    "lower_probability",
+    "lower_total_variation",
+    "maximum_mean_imprecision",
+    "merge_sign_in",
+    "prune_at_init",
+    "reset_sign_in",  # wrapped by torch.no_grad only
+    "robust_risk_control",
+}
+
+
+def _wrapped_by_validate_params(func):
+    # validate_params stores the constraints on the function and wraps it
+    # (functools.wraps sets ``__wrapped__``)
+    return hasattr(func, "__wrapped__") and isinstance(
+        getattr(func.__wrapped__, "_skl_parameter_constraints", None), dict
+    )
+
+
+def _function_cases():
+    for name, func in all_functions():
+        marks = []
+        if name in _VALIDATE_PARAMS_PENDING:
+            marks.append(pytest.mark.xfail(
+                strict=True, reason="transitional: validate_params lands on the method branch"
+            ))
+        yield pytest.param(name, func, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("name, func", list(_function_cases()))
+def test_function_uses_validate_params(name, func):
+    """Every public function validates its arguments with scikit-learn's validate_params."""
+    assert _wrapped_by_validate_params(func), (
+        f"{name} must be decorated with sklearn.utils._param_validation.validate_params"
+    )
+    signature = inspect.signature(func.__wrapped__)
+    params = [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind not in {p.VAR_POSITIONAL, p.VAR_KEYWORD}
+    ]
+    missing = set(params) - set(func.__wrapped__._skl_parameter_constraints)
+    assert not missing, f"{name}: no constraint for {sorted(missing)}"
+
+
+def test_validate_params_pending_names_exist():
+    names = {name for name, _ in all_functions()}
+    assert _VALIDATE_PARAMS_PENDING <= names, _VALIDATE_PARAMS_PENDING - names
