@@ -22,6 +22,7 @@ import inspect
 import signal
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -754,3 +755,80 @@ def test_function_uses_validate_params(name, func):
 def test_validate_params_pending_names_exist():
     names = {name for name, _ in all_functions()}
     assert _VALIDATE_PARAMS_PENDING <= names, _VALIDATE_PARAMS_PENDING - names
+
+
+# --------------------------------------------------------------------------------------
+# The user guide's reliability page is generated from ROBUSTNESS
+# --------------------------------------------------------------------------------------
+_RELIABILITY_PAGE = Path(__file__).resolve().parents[1] / "docs/user_guide/reliability.rst"
+_TABLE_START = ".. robustness-table-start (generated from tests/test_common.py; do not edit)"
+_TABLE_END = ".. robustness-table-end"
+_COLUMN_TITLES = {
+    "offset": "Feature offset +1000",
+    "scale": "Units x1e-6 and x1e6",
+    "column_scale": "Mixed units per feature",
+    "row_order": "Training row order",
+}
+
+
+def _reliability_cell(name, check):
+    value = ROBUSTNESS[name].get(check)
+    if value is not True:
+        return f"no: {value}"
+    pending = _FIXED_ON_OTHER_BRANCHES.get((name, check))
+    return "yes" if pending is None else f"yes once the fix merges ({pending})"
+
+
+def reliability_table():
+    """The rst tables of the reliability page, as ROBUSTNESS states them."""
+    lines = [_TABLE_START, "", "Invariances", "~~~~~~~~~~~", "", ".. list-table::",
+             "   :header-rows: 1", "   :widths: 18 20 20 20 22", "", "   * - Estimator"]
+    lines += [f"     - {title}" for title in _COLUMN_TITLES.values()]
+    for name in sorted(ROBUSTNESS):
+        lines.append(f"   * - :class:`~{_qualified(name)}`")
+        lines += [f"     - {_reliability_cell(name, check)}" for check in _COLUMN_TITLES]
+    lines += ["", "Extreme but legal settings checked for bounded time",
+              "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~", ""]
+    for name in sorted(ROBUSTNESS):
+        entry = ROBUSTNESS[name]
+        units = ", ".join(f"``{p}``" for p in entry.get("unit_params", ())) or "none"
+        lines.append(f"- :class:`~{_qualified(name)}` (hyperparameters in the units of X: "
+                     f"{units}):")
+        for label, params in entry.get("extreme_params", {}).items():
+            shown = ", ".join(f"{k}={_short(v)}" for k, v in params.items())
+            pending = _FIXED_ON_OTHER_BRANCHES.get((name, f"extreme_params[{label}]"))
+            note = f" (once the fix merges: {pending})" if pending else ""
+            lines.append(f"  ``{shown}``{note};")
+        lines[-1] = lines[-1].rstrip(";:") + "."
+    lines += ["", _TABLE_END]
+    return "\n".join(lines)
+
+
+def _qualified(name):
+    cls = dict(all_estimators())[name]
+    return f"{cls.__module__.rsplit('._', 1)[0]}.{name}"
+
+
+def _short(value):
+    if hasattr(value, "get_params"):
+        return f"{type(value).__name__}(...)" if value.get_params(deep=False) else repr(value)
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_short(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
+def test_reliability_page_matches_robustness_table():
+    text = _RELIABILITY_PAGE.read_text()
+    assert _TABLE_START in text and _TABLE_END in text
+    current = text[text.index(_TABLE_START):text.index(_TABLE_END) + len(_TABLE_END)]
+    expected = reliability_table()
+    assert current == expected, (
+        "docs/user_guide/reliability.rst is out of date; regenerate its table with "
+        "`python tests/test_common.py` and paste:\n" + expected
+    )
+
+
+if __name__ == "__main__":
+    print(reliability_table())
