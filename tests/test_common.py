@@ -192,9 +192,10 @@ EXPECTED_FAILED_CHECKS = {
 #   "extreme_params" extreme but legal hyperparameters: each must finish within the hang
 #                   guard and give finite outputs, a warning or a clear ValueError.
 # Checks that every estimator passes, with no exemption: the same random_state gives
-# identical outputs ("determinism"); no NaN/inf output without an error or a warning
-# ("finite_outputs"); features of order 1e150 and 1e-150 give finite outputs (equal to
-# the unit-scale ones where "scale" holds) or a ValueError ("extreme_values").
+# identical outputs ("determinism"); no NaN/inf output without an error or a warning, on
+# the data and with a heavy-tailed (Cauchy) feature ("finite_outputs"); features of
+# order 1e150 and 1e-150 give finite outputs (equal to the unit-scale ones where "scale"
+# holds) or a ValueError ("extreme_values").
 _STOCHASTIC_PER_ROW = (
     "noise is drawn row by row from one stream, so permuting the rows pairs rows with "
     "other draws; the result has the same distribution, not the same value"
@@ -524,6 +525,14 @@ def _robustness_data(est):
     return X[:cut], None if y is None else y[:cut], X[cut:], None if y is None else y[cut:]
 
 
+def _heavy_tailed(data):
+    X, y, X_cal, y_cal = (None if a is None else np.array(a, copy=True) for a in data)
+    rng = np.random.RandomState(2)
+    X[:, 0] = rng.standard_cauchy(len(X))
+    X_cal[:, 0] = rng.standard_cauchy(len(X_cal))
+    return X, y, X_cal, y_cal
+
+
 def _call_outputs(est, X):
     out = {}
     for method in _OUTPUT_METHODS:
@@ -621,6 +630,8 @@ def _run_robustness_check(name, cls, check):
         return
     base = _fit_outputs(clone(est), data)
     if check == "finite_outputs":
+        # and with a heavy-tailed feature (Cauchy draws: a few values of order 1e2..1e4)
+        _fit_outputs(clone(est), _heavy_tailed(data))
         return
     if check == "determinism":
         _assert_same_outputs(base, _fit_outputs(clone(est), data), 0.0, what)
