@@ -877,7 +877,7 @@ def test_reliability_page_matches_robustness_table():
     expected = reliability_table()
     assert current == expected, (
         "docs/user_guide/reliability.rst is out of date; regenerate its table with "
-        "`python tests/test_common.py` and paste:\n" + expected
+        "`PYTHONPATH=. python tests/test_common.py` and paste:\n" + expected
     )
 
 
