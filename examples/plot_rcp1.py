@@ -74,7 +74,7 @@ for r in radii:
             warnings.simplefilter("ignore", UserWarning)  # trivial-set warnings
             rcp = RCP1Conformal(model, radius=r, sigma=sigma, prefit=True, random_state=split)
             rcp.fit(X[train], y[train]).calibrate(X[cal], y[cal])
-            bincp = SmoothedConformal(model, n_samples=100, radius=r, sigma=sigma,
+            bincp = SmoothedConformal(model, n_draws=100, radius=r, sigma=sigma,
                                       prefit=True, random_state=split)
             bincp.fit(X[train], y[train]).calibrate(X[cal], y[cal])
         sets = {

@@ -70,7 +70,7 @@ def _predictor(method, model, radius):
         return RCP1Conformal(model, radius=radius, sigma=SIGMA, prefit=True, random_state=SEED)
     if method in ("bincp", "rscp"):
         return SmoothedConformal(
-            model, method=method, n_samples=100, radius=radius, sigma=SIGMA, prefit=True,
+            model, method=method, n_draws=100, radius=radius, sigma=SIGMA, prefit=True,
             random_state=SEED,
         )
     mapie = require("mapie.classification")
