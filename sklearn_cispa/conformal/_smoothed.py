@@ -75,7 +75,9 @@ class SmoothedConformal(_BaseNoisyConformal):
     method : {"bincp", "rscp"}, default="bincp"
         Which smoothing method; ``"rscp"`` needs a classifier.
     n_draws : int, default=100
-        Number N of noisy forward passes per calibration and per test point.
+        Number N of noisy forward passes (noise draws) per calibration and per test
+        point. Below about 64 the Monte-Carlo corrections make most sets trivial
+        (digits: every BinCP set is full at N = 32 for ``radius >= 0.12``).
     alpha : float, default=0.1
         Target miscoverage under attack, in (0, 1).
     sigma : float, default=0.25
@@ -85,11 +87,14 @@ class SmoothedConformal(_BaseNoisyConformal):
     conformity_score : {"auto", "tps", "aps"}, default="auto"
         Conformity score as in :class:`RCP1Conformal`; ``"auto"`` is ``"tps"`` for classifiers and
         the absolute residual for regressors.
-    p : float, default=0.6
+    p : float, default=0.8
         BinCP's fixed quantile level p in (0, 1) (ignored by ``"rscp"``).
-    confidence : float or None, default=0.999
-        ``1 - eta``, the confidence of the Monte-Carlo correction, in (0, 1). ``None``
-        turns the correction off (ablations only: this loses the guarantee).
+    confidence : float or None, default=0.99
+        ``1 - eta``, the confidence of the Monte-Carlo correction, in (0, 1); it must
+        exceed ``1 - alpha`` (BinCP calibrates at ``alpha - eta``, RSCP at
+        ``alpha - 2 eta``), otherwise every set is full. ``None`` turns the correction
+        off (ablations only: this loses the guarantee). The defaults ``p=0.8``,
+        ``confidence=0.99`` were chosen by measurement (see Notes).
     prefit : bool, default=False
         If True, ``fit`` does not train: it checks and uses the fitted ``estimator``.
     noise_augmentation : int, default=10
@@ -147,6 +152,22 @@ class SmoothedConformal(_BaseNoisyConformal):
     and ``(-inf, inf)`` when m* = 0 or q is infinite. Noisy passes are made in chunks
     of rows, one ``predict_proba``/``predict`` call per chunk.
 
+    Defaults. The earlier defaults (``p=0.6``, ``confidence=0.999``) returned full
+    label sets in most settings: the Clopper-Pearson bounds at level
+    ``eta / (n + K)`` are wide. Measured on digits (``X / 16``, logistic regression
+    on 20 noisy copies, ``sigma=0.25``, ``alpha=0.1``, 400 calibration and 679
+    EOT-PGD-attacked test points, mean of 2 splits), BinCP with N = 100 gives mean set
+    sizes 1.57 / 10 (trivial) at ``radius`` 0.12 / 0.25 with the old defaults, and
+    1.43 / 2.33 with ``p=0.8, confidence=0.99`` (attacked coverage 0.989 / 0.990);
+    ``confidence`` 0.995 or 0.95 and ``p`` 0.6 or 0.7 were larger, and every
+    ``confidence <= 1 - alpha`` is trivial. RSCP+ with N = 100 at ``confidence=0.99``:
+    1.83 at ``radius=0.12`` (2.49 at 0.999), full sets at 0.25 either way (its
+    Hoeffding margin, 0.15 at N = 100, is large).
+
+    Row order. Noise is drawn row by row from one stream, so permuting rows changes
+    which noise each row receives: fitted model, threshold and sets change, their
+    distribution does not. Noise and radius are in the units of ``X``.
+
     References
     ----------
     .. [1] S. H. Zargarbashi, A. Bojchevski. "Robust Conformal Prediction with a
@@ -188,8 +209,8 @@ class SmoothedConformal(_BaseNoisyConformal):
         sigma=0.25,
         radius=0.0,
         conformity_score="auto",
-        p=0.6,
-        confidence=0.999,
+        p=0.8,
+        confidence=0.99,
         prefit=False,
         noise_augmentation=10,
         random_state=None,

@@ -401,7 +401,8 @@ def test_smoothed_correction_contains_uncorrected(digits, digits_model, method, 
 def test_bincp_values(digits, digits_model):
     """p_low of the spec's example: N=100, p=0.6, n=400, K=10, eta=0.001 -> 0.370."""
     X, y, tr, rest = digits
-    sm = SmoothedConformal(digits_model, n_draws=100, prefit=True, random_state=0)
+    sm = SmoothedConformal(digits_model, n_draws=100, p=0.6, confidence=0.999, prefit=True,
+                           random_state=0)
     sm.fit(X[tr], y[tr]).calibrate(X[rest[:400]], y[rest[:400]])
     assert sm.p_low_ == pytest.approx(0.370, abs=5e-4)
     assert sm.certified_threshold_ == pytest.approx(sm.p_low_)  # radius 0

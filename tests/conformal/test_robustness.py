@@ -442,3 +442,18 @@ def test_risk_control_delta_bounded_losses_simulated():
         miss_marg.append(true_risk[j] > level)
     assert np.mean(miss_cond) <= delta
     assert np.mean(miss_marg) > np.mean(miss_cond)
+
+
+def test_smoothed_defaults_give_informative_sets(digits):
+    """issue 13: the old defaults (p=0.6, confidence=0.999) gave full sets at r = 0.25."""
+    X, y, tr, rest, model = digits
+    cal, te = rest[:400], rest[400:]
+    sizes = {}
+    for name, kw in (("default", {}), ("old", {"p": 0.6, "confidence": 0.999})):
+        sm = SmoothedConformal(model, radius=0.25, prefit=True, random_state=0, **kw)
+        sets = sm.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X[te])
+        sizes[name] = sets.sum(1).mean()
+        if name == "default":
+            assert sets[np.arange(len(te)), y[te]].mean() >= 0.9
+    assert sizes["default"] < 3.5, sizes
+    assert sizes["old"] > 9.5, sizes
