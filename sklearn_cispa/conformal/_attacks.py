@@ -278,7 +278,9 @@ def eot_pgd_l2_attack(
     ``delta = r * s * w / ||w||`` (noise does not change the gradient); with ``clip``
     that step is clipped and projected once. Torch models get autograd gradients in
     ``eval()`` mode (the module's mode is restored); only the input gradient is
-    computed. The last iterate is returned.
+    computed. The last iterate is returned. The noise is drawn for all rows at once
+    from one stream, so a row's attack depends on its position (permuting the rows
+    gives other draws, equal in distribution).
 
     Examples
     --------

@@ -343,11 +343,22 @@ class _BaseNoisyConformal(MetaEstimatorMixin, BaseEstimator):
 
         return pd.DataFrame(Z, columns=names)
 
+    def _check_finite_output(self, out, method):
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"The wrapped estimator's {method} returned NaN or infinite values on the "
+                "noisy inputs (a diverged fit, or inputs far outside the training range); "
+                "the conformal sets would be meaningless."
+            )
+        return out
+
     def _proba(self, Z):
-        return np.asarray(self.estimator_.predict_proba(self._model_input(Z)), dtype=np.float64)
+        P = np.asarray(self.estimator_.predict_proba(self._model_input(Z)), dtype=np.float64)
+        return self._check_finite_output(P, "predict_proba")
 
     def _regress(self, Z):
         pred = np.asarray(self.estimator_.predict(self._model_input(Z)), dtype=np.float64)
+        self._check_finite_output(pred, "predict")
         if pred.ndim == 2 and pred.shape[1] == 1:
             pred = pred[:, 0]
         if pred.ndim != 1:
