@@ -499,3 +499,23 @@ def test_heavy_tailed_targets_keep_exact_coverage():
     k = math.floor(rcp.alpha_corrected_ * 201)
     # 40 splits: the standard error of the mean coverage is about 0.004
     assert abs(np.mean(covs) - (1 - k / 201)) < 0.015
+
+
+@pytest.mark.parametrize("method", ["bincp", "rscp"])
+def test_smoothed_reproducible_and_pickles(digits, method):
+    import pickle
+
+    X, y, tr, rest, model = digits
+    cal, te = rest[:300], rest[300:400]
+
+    def run():
+        sm = SmoothedConformal(model, method=method, n_draws=20, radius=0.12, prefit=True,
+                               random_state=3)
+        sm.fit(X[tr], y[tr]).calibrate(X[cal], y[cal])
+        return sm, sm.predict_set(X[te])
+
+    (a, sa), (b, sb) = run(), run()
+    np.testing.assert_array_equal(sa, sb)
+    assert a.quantile_ == b.quantile_
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.predict_set(X[te]), a.predict_set(X[te]))
