@@ -126,8 +126,15 @@ def _conditional_rank(level, n, delta):
     """
     if level <= 0 or n < 1:
         return 0
-    cdf = binom.cdf(np.arange(n), n, level)  # cdf[j] = P(Bin <= j), increasing in j
-    return int(np.searchsorted(cdf, delta, side="right"))
+    # j = k - 1 is the largest j in [-1, n - 1] with P(Bin <= j) <= delta. binom.ppf gives
+    # the smallest j with P(Bin <= j) >= delta; a few exact steps settle float rounding,
+    # so the cost does not grow with n.
+    j = int(min(max(binom.ppf(delta, n, level), 0), n - 1))
+    while j >= 0 and binom.cdf(j, n, level) > delta:
+        j -= 1
+    while j + 1 <= n - 1 and binom.cdf(j + 1, n, level) <= delta:
+        j += 1
+    return j + 1
 
 
 def _calibration_rank(level, n, delta=None):
