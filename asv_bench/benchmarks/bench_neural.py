@@ -161,7 +161,7 @@ class OptimizerStep:
             self.opt = torch.optim.AdamW(params, lr=1e-4)
         else:
             k = 0.1 if optimizer.endswith("0.1") else 0.01
-            self.opt = NanoAdam([{"params": params, "dense": False}], lr=1e-4, density=k,
+            self.opt = NanoAdam([{"params": params, "dense": False}], lr=1e-4, update_fraction=k,
                                 mask_interval=20)
         self.opt.step()
 

@@ -3,17 +3,23 @@
 import numbers
 
 import torch
+from sklearn.utils._param_validation import (
+    Interval,
+    validate_parameter_constraints,
+    validate_params,
+)
 from skorch.callbacks import Callback
 from torch import nn
 from torch.nn.utils import parametrize
 
-from sklearn_cispa.utils import check_real
-
 __all__ = ["SignIn", "SignInReset", "apply_sign_in", "merge_sign_in", "reset_sign_in"]
 
+_BETA = Interval(numbers.Real, 0, None, closed="left")
 
-def _check_beta(beta):
-    return check_real(beta, name="beta", low=0)
+
+def _check_beta(beta, name="beta"):
+    validate_parameter_constraints({name: [_BETA]}, {name: beta}, caller_name="SignIn")
+    return float(beta)
 
 
 def _split(theta, beta):
@@ -125,6 +131,10 @@ def _sign_in_entries(module):
                     yield sub, tensor_name, p, plist
 
 
+@validate_params(
+    {"module": [nn.Module], "masks": [dict], "beta": [_BETA, dict]},
+    prefer_skip_nested_validation=True,
+)
 def apply_sign_in(module, masks, beta=1.0):
     """Register :class:`SignIn` on each masked weight of ``module``.
 
@@ -175,7 +185,7 @@ def apply_sign_in(module, masks, beta=1.0):
         unknown = set(beta) - set(masks)
         if unknown:
             raise ValueError(f"beta names {sorted(unknown)} are not in masks.")
-        betas = {name: _check_beta(beta.get(name, 1.0)) for name in masks}
+        betas = {name: _check_beta(beta.get(name, 1.0), f"beta[{name!r}]") for name in masks}
     else:
         b = _check_beta(beta)
         betas = dict.fromkeys(masks, b)
@@ -214,6 +224,7 @@ def apply_sign_in(module, masks, beta=1.0):
     return module
 
 
+@validate_params({"module": [nn.Module]}, prefer_skip_nested_validation=True)
 def merge_sign_in(module):
     """Remove every :class:`SignIn`, leaving ordinary (sparse) weights in place.
 
@@ -250,6 +261,10 @@ def merge_sign_in(module):
     return module
 
 
+@validate_params(
+    {"module": [nn.Module], "optimizer": [torch.optim.Optimizer, None]},
+    prefer_skip_nested_validation=True,
+)
 @torch.no_grad()
 def reset_sign_in(module, optimizer=None):
     """Re-split every :class:`SignIn` weight so that ``m**2 - w**2 = beta`` again.

@@ -164,7 +164,7 @@ def test_bad_alpha(kwargs, exc):
 
 
 def test_ls_alpha_above_one_rejected_maxsup_accepts():
-    with pytest.raises(ValueError, match=r"\[0, 1.0\]"):
+    with pytest.raises(ValueError, match=r"\[0.0, 1.0\]"):
         LabelSmoothingLoss(1.5)
     assert MaxSupLoss(1.5).alpha == 1.5
 
