@@ -21,30 +21,6 @@ def _ramp(alpha, alpha_end, epoch, n_epochs):
     return alpha + (alpha_end - alpha) * frac
 
 
-class _LinearPenaltyCE(torch.autograd.Function):
-    """mean cross-entropy(z, y) + sum(z * c) for integer labels y and a constant c.
-
-    One autograd node instead of four (log-softmax, NLL, dot, add): the backward is
-    (softmax(z) - onehot(y)) / P + c, P the number of positions, written in place.
-    """
-
-    @staticmethod
-    def forward(ctx, logits, target, c):
-        logp = torch.log_softmax(logits, dim=1)
-        loss = F.nll_loss(logp, target) + torch.dot(logits.reshape(-1), c.reshape(-1))
-        ctx.save_for_backward(logp, target, c)
-        return loss
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        logp, target, c = ctx.saved_tensors
-        grad = logp.exp()
-        grad.scatter_add_(1, target.unsqueeze(1), torch.full_like(grad[:, :1], -1.0).expand(
-            target.unsqueeze(1).shape))
-        grad.mul_(logp.shape[1] / logp.numel()).add_(c).mul_(grad_output)
-        return grad, None, None
-
-
 class _RampedLoss(nn.Module):
     """Shared parts: the alpha ramp, target validation, lazily computed diagnostics.
 
@@ -117,11 +93,26 @@ class _RampedLoss(nn.Module):
 
     def forward(self, logits, target):
         """Return the batch mean of CE + current_alpha * penalty (see the class docstring)."""
-        soft = self._check(logits, target)
-        self._last = (logits.detach(), target.detach(), soft)
-        if soft:
-            target = target.to(logits.dtype)
         a = self.current_alpha
+        if (
+            type(logits) is torch.Tensor and type(target) is torch.Tensor
+            and logits.ndim == 2 and target.ndim == 1 and not target.is_floating_point()
+            and logits.shape[0] == target.shape[0] and logits.shape[1] >= 2
+        ):  # the common case, on a fast path (no Module.__setattr__, no shape juggling)
+            if target.dtype != torch.int64:
+                target = target.long()
+            zd = logits.detach()
+            self.__dict__["_last"] = (zd, target, False)
+            if a == 0:
+                return F.cross_entropy(logits, target)
+            n, k = logits.shape
+            c = torch.full_like(zd, -a / (n * k))
+            sel = zd.argmax(dim=1, keepdim=True) if self._use_max else target.unsqueeze(1)
+            c.scatter_(1, sel, a * (1.0 - 1.0 / k) / n)
+            return F.cross_entropy(logits, target) + torch.dot(logits.reshape(-1), c.view(-1))
+        soft = self._check(logits, target)
+        target = target.to(logits.dtype) if soft else target.long()
+        self.__dict__["_last"] = (logits.detach(), target.detach(), soft)
         if a == 0:
             return F.cross_entropy(logits, target)
         # The penalty is linear in the logits up to a piecewise-constant choice (argmax or
@@ -130,13 +121,12 @@ class _RampedLoss(nn.Module):
         # gradient as the explicit formula at a fraction of its cost (issue 16).
         scale = a * logits.shape[1] / logits.numel()
         c = self._penalty_weights(logits.detach(), target, soft, scale)
-        if not soft:
-            return _LinearPenaltyCE.apply(logits, target, c)
         return F.cross_entropy(logits, target) + torch.dot(logits.reshape(-1), c.reshape(-1))
 
     # -- diagnostics, computed from the last batch on access ----------------------------
     def _flat_last(self):
         logits, target, soft = self._last
+        logits, target = logits.detach(), target.detach()
         k = logits.shape[1]
         z = logits.movedim(1, -1).reshape(-1, k)
         t = target.movedim(1, -1).reshape(-1, k) if soft else target.reshape(-1)
@@ -235,6 +225,8 @@ class MaxSupLoss(_RampedLoss):
     True
     """
 
+    _use_max = True
+
     @staticmethod
     def _penalty_weights(logits, target, soft, scale=1.0):
         """c with sum_k c_k z_k = scale * (z_max - zbar) per position (ties: first index)."""
@@ -300,6 +292,7 @@ class LabelSmoothingLoss(_RampedLoss):
     """
 
     _alpha_upper = 1.0
+    _use_max = False
 
     @staticmethod
     def _penalty_weights(logits, target, soft, scale=1.0):

@@ -401,3 +401,47 @@ def nanoadam_useful_fraction(sparsity=0.9, update_fraction=0.1, random_state=0,
             total += idx.numel()
         out[variant] = useful / total
     return out
+
+
+def loss_step_ratio(criteria=("maxsup", "label_smoothing"), hidden=(256, 256), batch_size=64,
+                    steps=40, repeats=15, dtype=torch.float64, random_state=0):
+    """Time of one training step with each criterion over torch's cross-entropy, one process.
+
+    A 64-hidden-10 MLP (MLPNetClassifier's float64 module) takes SGD steps (momentum
+    0.9) on one batch of digits; every repeat times ``steps`` steps per criterion in
+    turn, the order alternating between repeats, each criterion on its own copy of the
+    same network. Returns ``{criterion: median over repeats of time / CE time}``, so
+    that machine load cancels.
+    """
+    from sklearn_cispa.neural._losses import LabelSmoothingLoss, MaxSupLoss
+
+    X_tr, _, y_tr, _ = digits_split(random_state)
+    Xt = torch.as_tensor(X_tr[:batch_size], dtype=dtype)
+    yt = torch.as_tensor(y_tr[:batch_size])
+    make = {
+        "cross_entropy": nn.CrossEntropyLoss,
+        "maxsup": lambda: MaxSupLoss(0.1),
+        "label_smoothing": lambda: LabelSmoothingLoss(0.1),
+    }
+    names = ("cross_entropy", *criteria)
+    with torch_rng_context(random_state):
+        base = _Body((X_tr.shape[1], *hidden, 10)).to(dtype)
+    base.layers = base.layers[:-1]
+    runs = {}
+    for name in names:
+        net = copy.deepcopy(base)
+        runs[name] = (net, torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9), make[name]())
+    ratios = {name: [] for name in criteria}
+    for r in range(repeats):
+        times = {}
+        for name in names if r % 2 == 0 else names[::-1]:
+            net, opt, crit = runs[name]
+            start = time.perf_counter()
+            for _ in range(steps):
+                opt.zero_grad()
+                crit(net(Xt), yt).backward()
+                opt.step()
+            times[name] = time.perf_counter() - start
+        for name in criteria:
+            ratios[name].append(times[name] / times["cross_entropy"])
+    return {name: float(np.median(v)) for name, v in ratios.items()}
