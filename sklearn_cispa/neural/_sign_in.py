@@ -69,9 +69,19 @@ class SignIn(nn.Module):
     Notes
     -----
     Masked entries are split as :math:`\theta = 0` (:math:`m = \sqrt\beta`, ``w = 0``)
-    and stay exactly zero in the weight. The parameter definition of ``beta`` by
-    :math:`m^2 - w^2 = \beta` differs from a normalisation seen in a third-party
-    summary (:math:`\sqrt{\theta^2 + \beta}`); with it the split above is exact.
+    and stay exactly zero in the weight.
+
+    Conventions for ``beta``. Here ``beta`` is the conserved quantity
+    :math:`m^2 - w^2` itself, which makes the split and the reset exact; the induced
+    flow is :math:`\dot\theta = -\sqrt{\beta^2 + 4\theta^2}\,\nabla_\theta L`.
+    The mirror-flow papers of the same group write the inverse metric of
+    :math:`m \odot w` as :math:`\sqrt{\theta^2 + \gamma^2}`, which is this flow with
+    :math:`\gamma = \beta / 2` (and time scaled by 2); a third-party summary of the
+    Sign-In paper writes :math:`\sqrt{\theta^2 + \beta'}`, i.e.
+    :math:`\beta' = \beta^2 / 4`. To use a value quoted in the form
+    :math:`\sqrt{\theta^2 + \gamma^2}` pass ``beta = 2 * gamma``; in the form
+    :math:`\sqrt{\theta^2 + \beta'}` pass ``beta = 2 * sqrt(beta')``. (The Sign-In
+    paper's own method section could not be checked for this release.)
     Parametrized modules cannot be pickled: call :func:`merge_sign_in` after training.
 
     References
@@ -101,7 +111,7 @@ class SignIn(nn.Module):
         self.register_buffer("mask", mask.detach().clone().to(torch.get_default_dtype()))
 
     def extra_repr(self):
-        return f"beta={self.beta}, density={float(self.mask.mean()):.3g}"
+        return f"beta={self.beta}, sparsity={1.0 - float(self.mask.mean()):.3g}"
 
     def forward(self, m, w):
         """Return ``mask * m * w``."""

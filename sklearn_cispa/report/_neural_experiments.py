@@ -287,7 +287,15 @@ def sign_in_comparison(random_state=0, sparsity=0.9, hidden=(256, 256), epochs=6
             "sign_flips": flipped / kept,
             "early_loss": float(np.mean(losses[:50])),
             "merge_error": merge_error,
+            "weights": {k: params[k].detach().clone() for k in masks},
         }
+    # how far the two trainings ended apart (0 if Sign-In did nothing): relative l2
+    num = sum(float(((out["sign_in"]["weights"][k] - out["plain"]["weights"][k]) ** 2).sum())
+              for k in masks)
+    den = sum(float((out["plain"]["weights"][k] ** 2).sum()) for k in masks)
+    for variant in out:
+        del out[variant]["weights"]
+    out["sign_in"]["weight_distance"] = float(np.sqrt(num / den))
     return out
 
 
