@@ -191,6 +191,9 @@ def test_hard_problem_confidence_on_errors():
     ce, ls, ms = res["cross_entropy"], res["label_smoothing"], res["maxsup"]
     assert 0.5 < ce["accuracy"] < 0.9  # many errors: the regime where the losses differ
     assert ls["conf_err"] < 0.6 * ce["conf_err"] and ms["conf_err"] < 0.6 * ce["conf_err"]
+    # here the two regularisers differ (MaxSup drops LS's error amplification): a MaxSup
+    # that did nothing, or one that computed label smoothing, fails one of these
+    assert abs(ms["nll"] - ls["nll"]) > 1e-3 and abs(ms["nll"] - ce["nll"]) > 1e-2
 
 
 # --------------------------------------------------------------------------------------
