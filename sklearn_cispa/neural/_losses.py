@@ -105,20 +105,19 @@ class _RampedLoss(nn.Module):
             self.__dict__["_last"] = (zd, target, False)
             if a == 0:
                 return F.cross_entropy(logits, target)
-            n, k = logits.shape
-            c = torch.full_like(zd, -a / (n * k))
-            sel = zd.argmax(dim=1, keepdim=True) if self._use_max else target.unsqueeze(1)
-            c.scatter_(1, sel, a * (1.0 - 1.0 / k) / n)
-            return F.cross_entropy(logits, target) + torch.dot(logits.reshape(-1), c.view(-1))
+            # CE + a (z_sel - zbar) = -sum_k t_k log softmax(z)_k for a constant target t
+            # (see _fast_weights): one log-softmax and one dot product, the same two
+            # autograd nodes as torch's fused cross-entropy (issue 16)
+            w = self._fast_weights(zd, target, a)
+            return torch.dot(torch.log_softmax(logits, dim=1).reshape(-1), w.view(-1))
         soft = self._check(logits, target)
         target = target.to(logits.dtype) if soft else target.long()
         self.__dict__["_last"] = (logits.detach(), target.detach(), soft)
         if a == 0:
             return F.cross_entropy(logits, target)
-        # The penalty is linear in the logits up to a piecewise-constant choice (argmax or
-        # label): alpha * mean(penalty) = sum(logits * c) with c built without gradient.
-        # One dot product on top of torch's fused cross-entropy gives the same value and
-        # gradient as the explicit formula at a fraction of its cost (issue 16).
+        # General path (soft targets, (N, K, d1, ...) logits): the penalty is linear in
+        # the logits up to a piecewise-constant choice (argmax or label), so
+        # alpha * mean(penalty) = sum(logits * c) with c built without gradient.
         scale = a * logits.shape[1] / logits.numel()
         c = self._penalty_weights(logits.detach(), target, soft, scale)
         return F.cross_entropy(logits, target) + torch.dot(logits.reshape(-1), c.reshape(-1))
@@ -228,6 +227,18 @@ class MaxSupLoss(_RampedLoss):
     _use_max = True
 
     @staticmethod
+    def _fast_weights(z, y, a):
+        """w = -t / N with t = onehot(y) - a onehot(argmax z) + a / K: loss = <log p, w>.
+
+        (-sum_k t_k log p_k = CE + a (z_max - zbar) because sum_k t_k = 1.)
+        """
+        n, k = z.shape
+        w = torch.full_like(z, -a / (k * n))
+        w.scatter_(1, z.argmax(dim=1, keepdim=True), a / n - a / (k * n))
+        w.scatter_add_(1, y.unsqueeze(1), torch.full_like(w[:, :1], -1.0 / n))
+        return w
+
+    @staticmethod
     def _penalty_weights(logits, target, soft, scale=1.0):
         """c with sum_k c_k z_k = scale * (z_max - zbar) per position (ties: first index)."""
         k = logits.shape[1]
@@ -293,6 +304,14 @@ class LabelSmoothingLoss(_RampedLoss):
 
     _alpha_upper = 1.0
     _use_max = False
+
+    @staticmethod
+    def _fast_weights(z, y, a):
+        """w = -t / N with t = (1 - a) onehot(y) + a / K (torch's smoothing)."""
+        n, k = z.shape
+        w = torch.full_like(z, -a / (k * n))
+        w.scatter_(1, y.unsqueeze(1), -(1.0 - a + a / k) / n)
+        return w
 
     @staticmethod
     def _penalty_weights(logits, target, soft, scale=1.0):
