@@ -94,7 +94,8 @@ class NanoAdam(Optimizer):
     state : dict
         Per parameter: ``"step"`` (int), and for sparse tensors ``"indices"`` (the
         smallest integer dtype that holds the tensor's indices: int16 up to 32,768
-        entries, int32 up to 2**31, else int64),
+        entries, int32 up to 2**31, else int64; call ``.long()`` before indexing with
+        them),
         ``"exp_avg"``, ``"exp_avg_sq"`` (the parameter's dtype, one value per selected
         entry) and ``"count"`` (an int, or an int32 tensor under "keep_overlap"); for
         dense tensors full-size ``"exp_avg"`` and ``"exp_avg_sq"``.
