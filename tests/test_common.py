@@ -107,10 +107,10 @@ TEST_PARAMS = {
     # -- neural: MLPNetClassifier (issue 9)
     "MLPNetClassifier": [
         dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, random_state=0),
-        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, loss="maxsup", alpha_end=0.2,
-             random_state=0),
-        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, optimizer="nanoadam", density=0.5,
-             random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, loss="maxsup",
+             label_smoothing_end=0.2, random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, optimizer="nanoadam",
+             update_fraction=0.5, random_state=0),
         dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, sparsity=0.5, sign_in=True,
              random_state=0),
     ],
