@@ -47,7 +47,8 @@ losses = {}
 for loss in ["cross_entropy", "label_smoothing", "maxsup"]:
     clf = make_pipeline(
         StandardScaler(),
-        MLPNetClassifier(hidden_layer_sizes=(128,), loss=loss, alpha=0.1, alpha_end=0.2,
+        MLPNetClassifier(hidden_layer_sizes=(128,), loss=loss, label_smoothing=0.1,
+                         label_smoothing_end=0.2,
                          optimizer="sgd", lr=0.05, max_epochs=15, random_state=0),
     ).fit(X_tr, y_tr)
     proba = clf.predict_proba(X_te)

@@ -89,7 +89,7 @@ TEST_PARAMS = {
     ],
     "SmoothedConformal": {
         "estimator": LogisticRegression(max_iter=200),
-        "n_samples": 4,
+        "n_draws": 4,
         "noise_augmentation": 2,
     },
 
@@ -121,10 +121,10 @@ TEST_PARAMS = {
     # -- neural: MLPNetClassifier (issue 9)
     "MLPNetClassifier": [
         dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, random_state=0),
-        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, loss="maxsup", alpha_end=0.2,
-             random_state=0),
-        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, optimizer="nanoadam", density=0.5,
-             random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, loss="maxsup",
+             label_smoothing_end=0.2, random_state=0),
+        dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, optimizer="nanoadam",
+             update_fraction=0.5, random_state=0),
         dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, sparsity=0.5, sign_in=True,
              random_state=0),
     ],
@@ -133,11 +133,6 @@ TEST_PARAMS = {
 # --------------------------------------------------------------------------------------
 # Table 2: checks that cannot pass, keyed by class name, each with its reason.
 # --------------------------------------------------------------------------------------
-_SCORE_PARAM_SHADOWS_METHOD = (
-    "the fixed API's `score` hyperparameter (the conformity score) shadows the `score` "
-    "method that the check calls, so the wrapper has no score method"
-)
-
 EXPECTED_FAILED_CHECKS = {
     # -- causal: AugmentedIVRegressor (issue 3)
 
@@ -152,19 +147,6 @@ EXPECTED_FAILED_CHECKS = {
     # -- rules: NeurulesClassifier (issue 5)
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
-    "RCP1Conformal": {
-        "check_fit_score_takes_y": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_n_features_in_after_fitting": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_pipeline_consistency": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_regressors_train": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_regressors_train(readonly_memmap=True)": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_regressors_train(readonly_memmap=True,X_dtype=float32)": _SCORE_PARAM_SHADOWS_METHOD,
-    },
-    "SmoothedConformal": {
-        "check_fit_score_takes_y": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_n_features_in_after_fitting": _SCORE_PARAM_SHADOWS_METHOD,
-        "check_pipeline_consistency": _SCORE_PARAM_SHADOWS_METHOD,
-    },
 
     # -- uncertainty: MMIUncertainty (issue 7)
 

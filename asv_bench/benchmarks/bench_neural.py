@@ -84,6 +84,28 @@ class LossForward:
         self.loss(self.z, self.y).backward()
 
 
+class LossStepRatio:
+    """Issue 16: one SGD training step of the digits MLP (64-256-256-10, float64, batch
+    64) with MaxSup or label smoothing, over the same step with torch's cross-entropy,
+    measured side by side in one process (median of 15 alternating repeats). Target:
+    MaxSup <= 1.05."""
+
+    timeout = 300
+    unit = "time / cross-entropy time"
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        from sklearn_cispa.report._neural_experiments import loss_step_ratio
+
+        return loss_step_ratio(("maxsup", "label_smoothing"), random_state=SEED)
+
+    def track_ratio(self, res, criterion):
+        return res[criterion]
+
+    track_ratio.params = ["maxsup", "label_smoothing"]
+    track_ratio.param_names = ["criterion"]
+
+
 class LabelSmoothingAgreement:
     """Max |difference| of constant-alpha LS against torch's and timm's implementations."""
 
@@ -161,12 +183,52 @@ class OptimizerStep:
             self.opt = torch.optim.AdamW(params, lr=1e-4)
         else:
             k = 0.1 if optimizer.endswith("0.1") else 0.01
-            self.opt = NanoAdam([{"params": params, "dense": False}], lr=1e-4, density=k,
+            self.opt = NanoAdam([{"params": params, "dense": False}], lr=1e-4, update_fraction=k,
                                 mask_interval=20)
         self.opt.step()
 
     def time_step(self, optimizer):
         self.opt.step()
+
+
+class NanoAdamUsefulUpdates:
+    """Issue 15: fraction of NanoAdam's selected entries that are trainable weights in a
+    90%-sparse MLP (random PaI mask, update fraction 0.1), with the pruning mask in its
+    parameter groups (as MLPNetClassifier passes it) and without; and its state bytes
+    over AdamW's on the 64-256-256 body (update fraction 0.1)."""
+
+    timeout = 120
+
+    def setup_cache(self):
+        limit_torch_threads(1)
+        import torch
+
+        from sklearn_cispa.neural import NanoAdam
+        from sklearn_cispa.report._neural_experiments import nanoadam_useful_fraction
+
+        res = nanoadam_useful_fraction(sparsity=0.9, update_fraction=0.1, random_state=SEED)
+        torch.manual_seed(SEED)
+        net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                  torch.nn.Linear(256, 256))
+        net(torch.randn(64, 64)).pow(2).mean().backward()
+        nano = NanoAdam([{"params": list(net.parameters()), "dense": False}],
+                        update_fraction=0.1)
+        adam = torch.optim.AdamW(net.parameters())
+        nano.step()
+        adam.step()
+        adam_bytes = sum(v.numel() * v.element_size() for st in adam.state.values()
+                         for v in st.values() if torch.is_tensor(v) and v.ndim > 0)
+        res["state_ratio_vs_adamw"] = nano.state_bytes() / adam_bytes
+        return res
+
+    def track_useful_fraction(self, res, groups):
+        return res[groups]
+
+    track_useful_fraction.params = ["masked", "unmasked"]
+    track_useful_fraction.param_names = ["groups"]
+
+    def track_state_ratio_vs_adamw(self, res):
+        return res["state_ratio_vs_adamw"]
 
 
 class SignInDigits:

@@ -1,17 +1,17 @@
 """Evaluation attack: l2 PGD with expectation over the Gaussian noise (EOT-PGD)."""
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from sklearn_cispa.utils import check_random_generator, check_real, optional_import
+from sklearn_cispa.conformal._base import _BaseNoisyConformal, _label_indices
+from sklearn_cispa.utils import check_random_generator, optional_import
 
-_OBJECTIVES = ("prob", "ce")
-_OUTPUTS = ("logits", "proba", "regression")
 _LOGISTIC = ("LogisticRegression", "LogisticRegressionCV")
 
 
@@ -55,8 +55,6 @@ def _softmax(logits):
 
 def _unwrap(model):
     """Attack the fitted inner model of the robust CP wrappers."""
-    from sklearn_cispa.conformal._rcp1 import _BaseNoisyConformal
-
     if isinstance(model, _BaseNoisyConformal):
         check_is_fitted(model)
         return model.estimator_
@@ -96,8 +94,6 @@ def _linear_parts(model):
 
 
 def _class_indices(classes, y):
-    from sklearn_cispa.conformal._rcp1 import _label_indices
-
     return _label_indices(np.asarray(classes), np.asarray(y))
 
 
@@ -148,7 +144,22 @@ def _torch_grad(model, y, objective, output, n_features):
 
     def forward(Zt):
         draws, n, d = Zt.shape
-        return module(Zt.reshape(draws * n, d)).reshape(draws, n, -1)
+        try:
+            out = module(Zt.reshape(draws * n, d))
+        except RuntimeError as exc:
+            raise ValueError(
+                f"eot_pgd_l2_attack: the torch model failed on X with {n_features} features "
+                f"(is X as wide as the model's input?): {exc}"
+            ) from exc
+        out = out.reshape(draws, n, -1)
+        if output != "regression" and (
+            int(y_t.min()) < 0 or int(y_t.max()) >= out.shape[-1]
+        ):
+            raise ValueError(
+                f"y holds class indices outside 0..{out.shape[-1] - 1}, the model's "
+                f"{out.shape[-1]} outputs."
+            )
+        return out
 
     def grad(Z):
         Zt = torch.as_tensor(Z, dtype=dtype, device=device).requires_grad_(True)
@@ -173,6 +184,23 @@ def _torch_grad(model, y, objective, output, n_features):
     return module, grad
 
 
+@validate_params(
+    {
+        "model": "no_validation",
+        "X": ["array-like"],
+        "y": ["array-like"],
+        "radius": [Interval(Real, 0, None, closed="left")],
+        "sigma": [Interval(Real, 0, None, closed="left")],
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "n_noise": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "objective": [StrOptions({"prob", "ce"})],
+        "output": [StrOptions({"logits", "proba", "regression"})],
+        "clip": [tuple, list, None],
+        "random_state": ["random_state", np.random.Generator],
+    },
+    prefer_skip_nested_validation=True,
+)
 def eot_pgd_l2_attack(
     model,
     X,
@@ -250,7 +278,9 @@ def eot_pgd_l2_attack(
     ``delta = r * s * w / ||w||`` (noise does not change the gradient); with ``clip``
     that step is clipped and projected once. Torch models get autograd gradients in
     ``eval()`` mode (the module's mode is restored); only the input gradient is
-    computed. The last iterate is returned.
+    computed. The last iterate is returned. The noise is drawn for all rows at once
+    from one stream, so a row's attack depends on its position (permuting the rows
+    gives other draws, equal in distribution).
 
     Examples
     --------
@@ -268,27 +298,18 @@ def eot_pgd_l2_attack(
     ...      < clf.predict_proba(X)[np.arange(150), y].mean())
     True
     """
-    for name, value in (("radius", radius), ("sigma", sigma)):
-        check_real(value, name=name, low=0)
-    for name, value in (("n_steps", n_steps), ("n_noise", n_noise)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    if step_size is not None and not (
-        isinstance(step_size, numbers.Real) and np.isfinite(step_size) and step_size > 0
-    ):
-        raise ValueError(f"step_size must be None or a number > 0, got {step_size!r}.")
-    if objective not in _OBJECTIVES:
-        raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}.")
-    if output not in _OUTPUTS:
-        raise ValueError(f"output must be one of {_OUTPUTS}, got {output!r}.")
     if clip is not None:
-        if len(clip) != 2 or not clip[0] < clip[1]:
-            raise ValueError(f"clip must be a pair (lo, hi) with lo < hi, got {clip!r}.")
+        if len(clip) != 2 or not all(np.isfinite(c) for c in clip) or not clip[0] < clip[1]:
+            raise ValueError(
+                f"clip must be a pair (lo, hi) of finite numbers with lo < hi, got {clip!r}."
+            )
         clip = (float(clip[0]), float(clip[1]))
-    X = check_array(X, dtype=np.float64, copy=True)
+    X = check_array(X, dtype=np.float64, copy=True, input_name="X")
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y must be 1-d with {X.shape[0]} entries, got shape {y.shape}.")
+    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values.")
     radius, sigma = float(radius), float(sigma)
     rng = check_random_generator(random_state)
     model = _unwrap(model)
@@ -312,6 +333,10 @@ def eot_pgd_l2_attack(
 
     check_is_fitted(model)
     final, W, b = _linear_parts(model)
+    if W.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(final).__name__} expects {W.shape[1]}."
+        )
     if is_regressor(final):
         if W.shape[0] != 1:
             raise TypeError("eot_pgd_l2_attack supports single-output linear regressors.")

@@ -1,13 +1,49 @@
 """Robust conformal risk control from one noisy pass per calibration point."""
 
+import math
 import warnings
+from numbers import Real
 
 import numpy as np
+from scipy.stats import binom
+from sklearn.utils._param_validation import Interval, validate_params
 
-from sklearn_cispa.conformal._rcp1 import corrected_alpha
+from sklearn_cispa.conformal._base import corrected_alpha, min_calibration_size
 
 
-def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0):
+def _upper_tail_pvalue(risk, n, level, binary):
+    """p-value of ``H0: true risk > level`` given the empirical risk (losses in [0, 1]).
+
+    Binary losses: the exact binomial tail ``P(Binomial(n, level) <= n * risk)``.
+    Otherwise the Hoeffding-Bentkus bound of Bates et al. (2021): the smaller of
+    ``exp(-n KL(risk || level))`` and ``e * P(Binomial(n, level) <= ceil(n * risk))``,
+    both upper bounds on ``P(mean <= risk)`` for any [0, 1] losses of mean ``level``.
+    """
+    if level <= 0:
+        return 1.0
+    if binary:
+        return float(binom.cdf(np.rint(n * risk), n, level))
+    if level >= 1:
+        return 0.0
+    r = min(risk, level)
+    kl = (r * math.log(r / level) if r > 0 else 0.0) + (1 - r) * math.log((1 - r) / (1 - level))
+    bentkus = math.e * binom.cdf(math.ceil(n * risk - 1e-9), n, level)
+    return float(min(math.exp(-n * kl), bentkus))
+
+
+@validate_params(
+    {
+        "losses": ["array-like"],
+        "lambdas": ["array-like"],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "radius": [Interval(Real, 0, None, closed="left")],
+        "bound": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+    },
+    prefer_skip_nested_validation=True,
+)
+def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0, delta=None):
     """Pick the conformal-risk-control parameter that stays valid under an l2 attack.
 
     ``losses[i, j]`` is the loss ``l_{lambda_j}(x_i + eps_i, y_i)`` of calibration
@@ -38,6 +74,17 @@ def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0):
         l2 threat radius, >= 0, in the units of ``sigma``.
     bound : float, default=1.0
         Upper bound B of the loss.
+    delta : float or None, default=None
+        ``None``: the risk is controlled on average over calibration draws (conformal
+        risk control). A float in (0, 1): with probability at least ``1 - delta`` over
+        the calibration set, the risk at ``lambda_hat`` on clean noisy inputs is at
+        most ``alpha'`` (so the attacked risk is at most ``alpha``), in the manner of
+        risk-controlling prediction sets (Bates et al., 2021): scanning the grid from
+        the largest lambda down, each lambda is kept while an upper-tail p-value of
+        its empirical risk is ``<= delta`` (fixed-sequence testing; monotone losses make
+        the scan stop at the first failure). Losses in ``{0, B}`` use the exact
+        binomial tail, so the miscoverage loss reproduces ``RCP1Conformal(delta=...)``;
+        other losses use the Hoeffding-Bentkus bound.
 
     Returns
     -------
@@ -123,16 +170,33 @@ def robust_risk_control(losses, lambdas, alpha, sigma, radius, bound=1.0):
     if np.any(np.diff(L, axis=1) > 1e-12):
         raise ValueError("losses must be non-increasing in lambda along each row.")
     n = L.shape[0]
-    adjusted = n / (n + 1) * L.mean(axis=0) + B / (n + 1)
-    ok = np.nonzero(adjusted <= level + 1e-12)[0]
-    if ok.size == 0:
+    if delta is None:
+        adjusted = n / (n + 1) * L.mean(axis=0) + B / (n + 1)
+        ok = np.nonzero(adjusted <= level + 1e-12)[0]
+        first = int(ok[0]) if ok.size else None
+        needed = min_calibration_size(level / B)
+    else:
+        binary = bool(np.all((L == 0) | (L == B)))
+        risks = L.mean(axis=0) / B
+        first = None
+        for j in range(lam.size - 1, -1, -1):
+            if _upper_tail_pvalue(risks[j], n, level / B, binary) > delta:
+                break
+            first = j
+        needed = min_calibration_size(level / B, delta)
+    if first is None:
+        what = (
+            "alpha' underflows to 0, so no calibration size suffices"
+            if level <= 0
+            else f"need n >= {needed:.6g} for the lowest risk to qualify"
+        )
         warnings.warn(
             f"robust_risk_control: no lambda in the grid reaches the corrected level "
-            f"{level:.4g} with n={n} calibration points (need B/(n+1) <= alpha', i.e. "
-            f"n >= {int(np.ceil(B / level)) - 1}); returning the largest lambda, whose loss "
-            "must be <= alpha' for every input (e.g. 0) for the guarantee to hold.",
+            f"{level:.4g} with n={n} calibration points ({what}); returning the largest "
+            "lambda, whose loss must be <= alpha' for every input (e.g. 0) for the "
+            "guarantee to hold.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         return float(lam[-1])
-    return float(lam[ok[0]])
+    return float(lam[first])

@@ -2,18 +2,15 @@
 callback that drives the ramp."""
 
 
+import numbers
+
 import torch
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from skorch.callbacks import Callback
 from torch import nn
 from torch.nn import functional as F
 
-from sklearn_cispa.utils import check_real
-
 __all__ = ["AlphaSchedule", "LabelSmoothingLoss", "MaxSupLoss"]
-
-
-def _check_alpha(name, value, upper):
-    return check_real(value, name=name, low=0, high=upper)
 
 
 def _ramp(alpha, alpha_end, epoch, n_epochs):
@@ -25,20 +22,27 @@ def _ramp(alpha, alpha_end, epoch, n_epochs):
 
 
 class _RampedLoss(nn.Module):
-    """Shared parts: the alpha ramp, target validation, diagnostics."""
+    """Shared parts: the alpha ramp, target validation, lazily computed diagnostics.
+
+    The diagnostics (``last_ce``, ``last_penalty``, ``last_misclassified``) are computed
+    from the last batch only when read, so that training pays nothing for them.
+    """
 
     _alpha_upper = None
 
     def __init__(self, alpha=0.1, alpha_end=None):
         super().__init__()
-        self.alpha = _check_alpha("alpha", alpha, self._alpha_upper)
-        self.alpha_end = (
-            None if alpha_end is None else _check_alpha("alpha_end", alpha_end, self._alpha_upper)
+        bound = Interval(numbers.Real, 0, self._alpha_upper, closed="both" if self._alpha_upper
+                         else "left")
+        validate_parameter_constraints(
+            {"alpha": [bound], "alpha_end": [bound, None]},
+            {"alpha": alpha, "alpha_end": alpha_end},
+            caller_name=type(self).__name__,
         )
+        self.alpha = float(alpha)
+        self.alpha_end = None if alpha_end is None else float(alpha_end)
         self.current_alpha = self.alpha
-        self.last_ce = float("nan")
-        self.last_penalty = float("nan")
-        self.last_misclassified = float("nan")
+        self._last = None
 
     def extra_repr(self):
         return f"alpha={self.alpha}, alpha_end={self.alpha_end}"
@@ -63,64 +67,99 @@ class _RampedLoss(nn.Module):
         return self.current_alpha
 
     @staticmethod
-    def _flatten(logits, target):
-        """(N, K, d1, ...) logits -> (N * d1 * ..., K), as torch's cross-entropy accepts."""
+    def _check(logits, target):
+        """Validate shapes like torch's cross-entropy; return True for soft targets."""
         if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
             raise TypeError("logits and target must be torch tensors.")
-        if logits.ndim <= 2:
-            return logits, target
-        k = logits.shape[1]
-        flat_logits = logits.movedim(1, -1).reshape(-1, k)
+        if logits.ndim < 2:
+            raise ValueError(
+                f"logits must have shape (n_samples, n_classes, ...), got {tuple(logits.shape)}."
+            )
+        if logits.shape[1] < 2:
+            raise ValueError(f"logits need at least 2 classes, got {logits.shape[1]}.")
         if target.is_floating_point():
             if target.shape != logits.shape:
                 raise ValueError(
                     f"soft targets must have the logits' shape {tuple(logits.shape)}, "
                     f"got {tuple(target.shape)}."
                 )
-            return flat_logits, target.movedim(1, -1).reshape(-1, k)
+            return True
         expected = (logits.shape[0], *logits.shape[2:])
         if tuple(target.shape) != expected:
             raise ValueError(
                 f"integer targets must have shape {expected}, got {tuple(target.shape)}."
             )
-        return flat_logits, target.reshape(-1)
+        return False
 
-    @staticmethod
-    def _check_inputs(logits, target):
-        if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
-            raise TypeError("logits and target must be torch tensors.")
-        if logits.ndim != 2:
-            raise ValueError(
-                f"logits must have shape (n_samples, n_classes, ...), got {tuple(logits.shape)}."
-            )
-        n, k = logits.shape
-        if k < 2:
-            raise ValueError(f"logits need at least 2 classes, got {k}.")
-        if target.is_floating_point():
-            if target.shape != logits.shape:
-                raise ValueError(
-                    f"soft targets must have the logits' shape {tuple(logits.shape)}, "
-                    f"got {tuple(target.shape)}."
-                )
-            return "soft"
-        if target.ndim != 1 or target.shape[0] != n:
-            raise ValueError(
-                f"integer targets must have shape ({n},), got {tuple(target.shape)}."
-            )
-        return "hard"
+    def forward(self, logits, target):
+        """Return the batch mean of CE + current_alpha * penalty (see the class docstring)."""
+        a = self.current_alpha
+        if (
+            type(logits) is torch.Tensor and type(target) is torch.Tensor
+            and logits.ndim == 2 and target.ndim == 1 and not target.is_floating_point()
+            and logits.shape[0] == target.shape[0] and logits.shape[1] >= 2
+        ):  # the common case, on a fast path (no Module.__setattr__, no shape juggling)
+            if target.dtype != torch.int64:
+                target = target.long()
+            zd = logits.detach()
+            self.__dict__["_last"] = (zd, target, False)
+            if a == 0:
+                return F.cross_entropy(logits, target)
+            # CE + a (z_sel - zbar) = -sum_k t_k log softmax(z)_k for a constant target t
+            # (see _fast_weights): one log-softmax and one dot product, the same two
+            # autograd nodes as torch's fused cross-entropy (issue 16)
+            w = self._fast_weights(zd, target, a)
+            return torch.dot(torch.log_softmax(logits, dim=1).reshape(-1), w.view(-1))
+        soft = self._check(logits, target)
+        target = target.to(logits.dtype) if soft else target.long()
+        self.__dict__["_last"] = (logits.detach(), target.detach(), soft)
+        if a == 0:
+            return F.cross_entropy(logits, target)
+        # General path (soft targets, (N, K, d1, ...) logits): the penalty is linear in
+        # the logits up to a piecewise-constant choice (argmax or label), so
+        # alpha * mean(penalty) = sum(logits * c) with c built without gradient.
+        scale = a * logits.shape[1] / logits.numel()
+        c = self._penalty_weights(logits.detach(), target, soft, scale)
+        return F.cross_entropy(logits, target) + torch.dot(logits.reshape(-1), c.reshape(-1))
 
-    @staticmethod
-    def _soft_ce(logp, target, kind):
-        if kind == "hard":
-            return -logp.gather(1, target.long().unsqueeze(1)).squeeze(1)
-        return -(target.to(logp.dtype) * logp).sum(dim=1)
+    # -- diagnostics, computed from the last batch on access ----------------------------
+    def _flat_last(self):
+        logits, target, soft = self._last
+        logits, target = logits.detach(), target.detach()
+        k = logits.shape[1]
+        z = logits.movedim(1, -1).reshape(-1, k)
+        t = target.movedim(1, -1).reshape(-1, k) if soft else target.reshape(-1)
+        return z, t, soft
 
-    def _record(self, ce, penalty, logits, target, kind):
-        with torch.no_grad():
-            self.last_ce = float(ce.mean())
-            self.last_penalty = float(penalty.mean())
-            label = target.long() if kind == "hard" else target.argmax(dim=1)
-            self.last_misclassified = float((logits.argmax(dim=1) != label).double().mean())
+    @property
+    def last_ce(self):
+        """Mean cross-entropy of the last batch (NaN before the first forward pass)."""
+        if self._last is None:
+            return float("nan")
+        z, t, soft = self._flat_last()
+        return float(F.cross_entropy(z, t.to(z.dtype) if soft else t))
+
+    @property
+    def last_penalty(self):
+        """Mean penalty of the last batch (NaN before the first forward pass)."""
+        if self._last is None:
+            return float("nan")
+        z, t, soft = self._flat_last()
+        return float(self._penalty(z, t, soft).mean())
+
+    @property
+    def last_misclassified(self):
+        """Fraction of the last batch's rows whose argmax is not the label."""
+        if self._last is None:
+            return float("nan")
+        z, t, soft = self._flat_last()
+        label = t.argmax(dim=1) if soft else t
+        return float((z.argmax(dim=1) != label).double().mean())
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_last"] = None  # the last batch is not part of the criterion
+        return state
 
 
 class MaxSupLoss(_RampedLoss):
@@ -185,15 +224,31 @@ class MaxSupLoss(_RampedLoss):
     True
     """
 
-    def forward(self, logits, target):
-        """Return the batch mean of CE + current_alpha * (max logit - mean logit)."""
-        logits, target = self._flatten(logits, target)
-        kind = self._check_inputs(logits, target)
-        logp = F.log_softmax(logits, dim=1)
-        ce = self._soft_ce(logp, target, kind)
-        penalty = logits.max(dim=1).values - logits.mean(dim=1)
-        self._record(ce, penalty, logits, target, kind)
-        return (ce + self.current_alpha * penalty).mean()
+    _use_max = True
+
+    @staticmethod
+    def _fast_weights(z, y, a):
+        """w = -t / N with t = onehot(y) - a onehot(argmax z) + a / K: loss = <log p, w>.
+
+        (-sum_k t_k log p_k = CE + a (z_max - zbar) because sum_k t_k = 1.)
+        """
+        n, k = z.shape
+        w = torch.full_like(z, -a / (k * n))
+        w.scatter_(1, z.argmax(dim=1, keepdim=True), a / n - a / (k * n))
+        w.scatter_add_(1, y.unsqueeze(1), torch.full_like(w[:, :1], -1.0 / n))
+        return w
+
+    @staticmethod
+    def _penalty_weights(logits, target, soft, scale=1.0):
+        """c with sum_k c_k z_k = scale * (z_max - zbar) per position (ties: first index)."""
+        k = logits.shape[1]
+        c = torch.full_like(logits, -scale / k)
+        c.scatter_(1, logits.argmax(dim=1, keepdim=True), scale * (1.0 - 1.0 / k))
+        return c
+
+    @staticmethod
+    def _penalty(z, t, soft):
+        return z.max(dim=1).values - z.mean(dim=1)
 
 
 class LabelSmoothingLoss(_RampedLoss):
@@ -248,25 +303,30 @@ class LabelSmoothingLoss(_RampedLoss):
     """
 
     _alpha_upper = 1.0
+    _use_max = False
 
-    def forward(self, logits, target):
-        """Return the batch mean of the smoothed cross-entropy."""
-        logits, target = self._flatten(logits, target)
-        kind = self._check_inputs(logits, target)
-        logp = F.log_softmax(logits, dim=1)
-        ce = self._soft_ce(logp, target, kind)
-        # -sum_k s_k log p_k with s = (1 - a) t + a / K  ==  (1 - a) CE + a * mean_k(-log p_k)
-        uniform = -logp.mean(dim=1)
-        a = self.current_alpha
-        loss = (1.0 - a) * ce + a * uniform
-        with torch.no_grad():
-            if kind == "hard":
-                zy = logits.gather(1, target.long().unsqueeze(1)).squeeze(1)
-            else:
-                zy = (target.to(logits.dtype) * logits).sum(dim=1)
-            penalty = zy - logits.mean(dim=1)
-        self._record(ce, penalty, logits, target, kind)
-        return loss.mean()
+    @staticmethod
+    def _fast_weights(z, y, a):
+        """w = -t / N with t = (1 - a) onehot(y) + a / K (torch's smoothing)."""
+        n, k = z.shape
+        w = torch.full_like(z, -a / (k * n))
+        w.scatter_(1, y.unsqueeze(1), -(1.0 - a + a / k) / n)
+        return w
+
+    @staticmethod
+    def _penalty_weights(logits, target, soft, scale=1.0):
+        """c with sum_k c_k z_k = scale * (z_y - zbar) (soft: sum_k t_k z_k - zbar)."""
+        k = logits.shape[1]
+        if soft:
+            return (target.detach() - 1.0 / k).mul_(scale)
+        c = torch.full_like(logits, -scale / k)
+        c.scatter_(1, target.unsqueeze(1), scale * (1.0 - 1.0 / k))
+        return c
+
+    @staticmethod
+    def _penalty(z, t, soft):
+        zy = (t.to(z.dtype) * z).sum(dim=1) if soft else z.gather(1, t.unsqueeze(1)).squeeze(1)
+        return zy - z.mean(dim=1)
 
 
 class AlphaSchedule(Callback):

@@ -18,10 +18,11 @@ from sklearn_cispa.neural._sign_in import SignInReset, apply_sign_in, merge_sign
 from sklearn_cispa.pruning._prune_at_init import prune_at_init
 from sklearn_cispa.utils import (
     resolve_device,
-    seed_from_random_state,
+    spawn_seeds,
     torch_generator,
     torch_rng_context,
 )
+from sklearn_cispa.utils._torch import DivergenceCheck
 
 __all__ = ["MLPNetClassifier"]
 
@@ -49,6 +50,21 @@ def _softmax(logits):
     return torch.softmax(logits, dim=-1)
 
 
+def _standardisation(X):
+    """Per-feature (mean, scale) computed without overflow for any finite X.
+
+    Columns are divided by their largest magnitude first, so that squares of values
+    near 1e300 do not overflow; constant columns get scale 1 (only centred).
+    """
+    peak = np.max(np.abs(X), axis=0)
+    peak[peak == 0] = 1.0
+    unit = X / peak
+    mean = unit.mean(axis=0)
+    std = unit.std(axis=0)
+    std[std <= 1e-12 * np.maximum(np.abs(mean), 1.0)] = 0.0  # constant up to rounding
+    return mean, std, peak
+
+
 def _children_seeds(seed, n):
     children = np.random.SeedSequence(seed).spawn(n)
     return [int(c.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF) for c in children]
@@ -58,6 +74,7 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
     """Multi-layer perceptron classifier trained with MaxSup, NanoAdam or Sign-In via skorch.
 
     A scikit-learn classifier (not a skorch subclass): ``fit`` validates the data,
+    standardises every feature (mean 0, standard deviation 1 over the training rows),
     builds a float64 ReLU MLP with torch's default initialisation, optionally prunes it
     at initialisation and wraps the weights in :class:`SignIn`, and trains it with a
     private ``skorch.NeuralNetClassifier`` stored in ``net_``.
@@ -67,23 +84,31 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
     hidden_layer_sizes : tuple of int, default=(100,)
         Widths of the hidden Linear-ReLU layers (may be empty: a linear model).
     loss : {"cross_entropy", "label_smoothing", "maxsup"}, default="cross_entropy"
-        Training criterion: ``torch.nn.CrossEntropyLoss`` (ignores ``alpha``),
-        :class:`LabelSmoothingLoss` or :class:`MaxSupLoss`.
-    alpha : float, default=0.1
-        Smoothing / MaxSup weight at the first epoch (in [0, 1]).
-    alpha_end : float or None, default=None
-        Weight at the last epoch; when set, :class:`AlphaSchedule` ramps it linearly.
+        Training criterion: ``torch.nn.CrossEntropyLoss`` (ignores
+        ``label_smoothing``), :class:`LabelSmoothingLoss` or :class:`MaxSupLoss`.
+    label_smoothing : float, default=0.1
+        Weight of the smoothing term at the first epoch, in [0, 1]: the smoothing of
+        ``loss="label_smoothing"`` (torch's ``label_smoothing``) or the weight of
+        MaxSup's top-1 penalty (the paper's ``alpha``, same scale). Not an L2 penalty
+        (scikit-learn's ``MLPClassifier.alpha``): this classifier has no weight decay
+        except with ``optimizer="adamw"``.
+    label_smoothing_end : float or None, default=None
+        Weight at the last epoch; when set, :class:`AlphaSchedule` ramps it linearly
+        (the MaxSup paper's recipe is 0.1 -> 0.2).
     optimizer : {"adam", "adamw", "sgd", "nanoadam"}, default="adam"
         "adam" (no weight decay), "adamw" (torch's weight decay 0.01), "sgd" (momentum
-        0.9), "nanoadam" (:class:`NanoAdam` with ``density`` and ``mask_interval=100``;
+        0.9), "nanoadam" (:class:`NanoAdam` with ``update_fraction`` and ``mask_interval=100``;
         the head and the biases are dense).
     lr : float, default=1e-3
         Learning rate.
-    density : float, default=0.1
-        NanoAdam's updated fraction of each hidden weight matrix (used only with
-        ``optimizer="nanoadam"``).
+    update_fraction : float, default=0.1
+        NanoAdam's fraction of each hidden weight matrix updated per step, counted over
+        the weights kept by the pruning mask (used only with ``optimizer="nanoadam"``).
+        Not the complement of ``sparsity``: a 90%-sparse network with
+        ``update_fraction=0.1`` updates 10% of its 10% kept weights per step.
     sparsity : float, default=0.0
-        Fraction of the Linear weights (head included) pruned at initialisation with
+        Fraction of the Linear weights (head included) pruned at initialisation (the
+        package's one meaning of ``sparsity``), with
         :func:`sklearn_cispa.pruning.prune_at_init` (per matrix for "random", over all
         matrices for the other scores); 0 trains a dense network.
     pruning : {"random", "magnitude", "snip", "grasp", "synflow"}, default="random"
@@ -108,6 +133,14 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
     verbose : int, default=0
         When > 0, skorch prints its epoch table.
 
+    Raises
+    ------
+    ValueError
+        From ``fit`` when training diverges (the training loss or a weight becomes NaN
+        or infinite, for example with a too large ``lr``): no NaN model is returned.
+        The check is :class:`sklearn_cispa.utils._torch.DivergenceCheck`. From
+        ``predict_proba`` when the inputs are so large that the logits overflow.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -131,14 +164,26 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
+    Features are standardised inside ``fit`` (and the same transform is applied at
+    prediction), so the fitted model and its predictions do not change when a feature
+    is shifted (a +1000 offset) or rescaled (units from 1e-6 to 1e6), up to rounding;
+    constant features are only centred. The pruning scores of "snip" and "grasp" see
+    the standardised rows too.
+
+    Results depend on the order of the training rows: the mini-batches are drawn by
+    shuffling the rows in the given order with the loader's seed, and the rows scored
+    by "snip" / "grasp" are chosen by position. Permuting the rows gives a different
+    (equally valid) fit for the same ``random_state``.
+
     Initialisation and masks are computed on CPU before skorch moves the module, so CPU
     and CUDA fits with one ``random_state`` start identically. Training uses float64,
     which makes predictions independent of batch composition. With ``sparsity > 0`` and
     ``sign_in=False`` the mask is applied with ``torch.nn.utils.prune.custom_from_mask``
     and made permanent after training; with ``sign_in`` the :class:`SignIn`
     parametrizations are merged after training, so ``net_.module_`` pickles. With
-    ``optimizer="nanoadam"`` and pruning, NanoAdam selects among the underlying
-    ``weight_orig`` entries, pruned ones included (their gradient is zero).
+    ``optimizer="nanoadam"`` and pruning, NanoAdam selects only among the kept
+    entries of each pruned matrix (its parameter group carries the mask), so none of
+    its update budget goes to pruned weights.
 
     References
     ----------
@@ -163,11 +208,11 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like", Interval(numbers.Integral, 1, None, closed="left")],
         "loss": [StrOptions({"cross_entropy", "label_smoothing", "maxsup"})],
-        "alpha": [Interval(numbers.Real, 0, 1, closed="both")],
-        "alpha_end": [Interval(numbers.Real, 0, 1, closed="both"), None],
+        "label_smoothing": [Interval(numbers.Real, 0, 1, closed="both")],
+        "label_smoothing_end": [Interval(numbers.Real, 0, 1, closed="both"), None],
         "optimizer": [StrOptions({"adam", "adamw", "sgd", "nanoadam"})],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "density": [Interval(numbers.Real, 0, 1, closed="right")],
+        "update_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
         "sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
         "pruning": [StrOptions({"random", "magnitude", "snip", "grasp", "synflow"})],
         "sign_in": ["boolean"],
@@ -183,11 +228,11 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         self,
         hidden_layer_sizes=(100,),
         loss="cross_entropy",
-        alpha=0.1,
-        alpha_end=None,
+        label_smoothing=0.1,
+        label_smoothing_end=None,
         optimizer="adam",
         lr=1e-3,
-        density=0.1,
+        update_fraction=0.1,
         sparsity=0.0,
         pruning="random",
         sign_in=False,
@@ -200,11 +245,11 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.loss = loss
-        self.alpha = alpha
-        self.alpha_end = alpha_end
+        self.label_smoothing = label_smoothing
+        self.label_smoothing_end = label_smoothing_end
         self.optimizer = optimizer
         self.lr = lr
-        self.density = density
+        self.update_fraction = update_fraction
         self.sparsity = sparsity
         self.pruning = pruning
         self.sign_in = sign_in
@@ -230,26 +275,32 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         if self.loss == "cross_entropy":
             return nn.CrossEntropyLoss()
         cls = MaxSupLoss if self.loss == "maxsup" else LabelSmoothingLoss
-        return cls(alpha=self.alpha, alpha_end=self.alpha_end)
+        return cls(alpha=self.label_smoothing, alpha_end=self.label_smoothing_end)
 
-    def _optimizer_kwargs(self):
+    def _optimizer_kwargs(self, masks):
         if self.optimizer == "adam":
             return torch.optim.Adam, {}
         if self.optimizer == "adamw":
             return torch.optim.AdamW, {}
         if self.optimizer == "sgd":
             return torch.optim.SGD, {"optimizer__momentum": 0.9}
+        groups = [("head.*", {"dense": True})]
+        # a pruned hidden matrix trains through weight_orig: its group carries the mask so
+        # that NanoAdam selects among the kept entries only
+        for name, mask in (masks or {}).items():
+            if not name.startswith("head."):
+                groups.insert(0, (f"{name}_orig", {"mask": mask}))
         return NanoAdam, {
-            "optimizer__density": float(self.density),
+            "optimizer__update_fraction": float(self.update_fraction),
             "optimizer__mask_interval": 100,
-            "optimizer__param_groups": [("head.*", {"dense": True})],
+            "optimizer__param_groups": groups,
         }
 
     def _build_module(self, X, y_enc, hidden):
         """Seeded module and masks on CPU (init, mask and loader streams are independent)."""
         n = X.shape[0]
         init_seed, mask_seed, loader_seed = _children_seeds(
-            seed_from_random_state(self.random_state), 3
+            spawn_seeds(self.random_state, 1)[0], 3
         )
         with torch_rng_context(init_seed):
             module = _MLP(X.shape[1], hidden, len(self.classes_))
@@ -304,7 +355,6 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         from skorch import NeuralNetClassifier
 
         X, y = validate_data(self, X, y, dtype=np.float64)
-        X = X if X.flags.writeable else X.copy()  # torch warns on read-only arrays
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if self.classes_.shape[0] < 2:
@@ -320,15 +370,17 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
             )
         y_enc = y_enc.astype(np.int64)
         n = X.shape[0]
+        self._x_mean, self._x_std, self._x_peak = _standardisation(X)
+        X = self._standardise(X)  # a new array: the caller's X is never modified
         module, masks, loader_seed = self._build_module(X, y_enc, hidden)
 
         criterion = self._criterion()
-        callbacks = []
-        if self.loss != "cross_entropy" and self.alpha_end is not None:
+        callbacks = [("divergence_check", DivergenceCheck(type(self).__name__))]
+        if self.loss != "cross_entropy" and self.label_smoothing_end is not None:
             callbacks.append(("alpha_schedule", AlphaSchedule()))
         if self.sign_in:
             callbacks.append(("sign_in_reset", SignInReset(every=10)))
-        optimizer, opt_kwargs = self._optimizer_kwargs()
+        optimizer, opt_kwargs = self._optimizer_kwargs(None if self.sign_in else masks)
 
         net = NeuralNetClassifier(
             module=module,
@@ -341,7 +393,7 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
             iterator_train__shuffle=True,
             iterator_train__generator=torch_generator(loader_seed),
             predict_nonlinearity=_softmax,
-            callbacks=callbacks or None,
+            callbacks=callbacks,
             device=device,
             verbose=int(self.verbose),
             classes=np.arange(len(self.classes_)),
@@ -367,6 +419,17 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = len(net.history)
         return self
 
+    def _standardise(self, X):
+        Z = X / self._x_peak - self._x_mean
+        scale = np.where(self._x_std > 0, self._x_std, 1.0)
+        Z /= scale
+        if not np.isfinite(Z).all():
+            raise ValueError(
+                "X holds values so far outside the training range that standardising them "
+                "overflows; check the units of X."
+            )
+        return Z
+
     def predict_proba(self, X):
         """Class probabilities.
 
@@ -382,11 +445,17 @@ class MLPNetClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        X = X if X.flags.writeable else X.copy()
+        X = self._standardise(X)
         # torch's DataLoader draws a base seed from the global RNG even without shuffling:
         # fork it so that predicting leaves the caller's RNG state alone
         with torch_rng_context(0, device=str(self.net_.device)):
-            return self.net_.predict_proba(X)
+            proba = self.net_.predict_proba(X)
+        if not np.isfinite(proba).all():
+            raise ValueError(
+                "MLPNetClassifier produced non-finite probabilities: the logits overflow "
+                "for these inputs (values far outside the training range)."
+            )
+        return proba
 
     def predict(self, X):
         """Predicted class labels.

@@ -3,17 +3,23 @@
 import numbers
 
 import torch
+from sklearn.utils._param_validation import (
+    Interval,
+    validate_parameter_constraints,
+    validate_params,
+)
 from skorch.callbacks import Callback
 from torch import nn
 from torch.nn.utils import parametrize
 
-from sklearn_cispa.utils import check_real
-
 __all__ = ["SignIn", "SignInReset", "apply_sign_in", "merge_sign_in", "reset_sign_in"]
 
+_BETA = Interval(numbers.Real, 0, None, closed="left")
 
-def _check_beta(beta):
-    return check_real(beta, name="beta", low=0)
+
+def _check_beta(beta, name="beta"):
+    validate_parameter_constraints({name: [_BETA]}, {name: beta}, caller_name="SignIn")
+    return float(beta)
 
 
 def _split(theta, beta):
@@ -63,9 +69,19 @@ class SignIn(nn.Module):
     Notes
     -----
     Masked entries are split as :math:`\theta = 0` (:math:`m = \sqrt\beta`, ``w = 0``)
-    and stay exactly zero in the weight. The parameter definition of ``beta`` by
-    :math:`m^2 - w^2 = \beta` differs from a normalisation seen in a third-party
-    summary (:math:`\sqrt{\theta^2 + \beta}`); with it the split above is exact.
+    and stay exactly zero in the weight.
+
+    Conventions for ``beta``. Here ``beta`` is the conserved quantity
+    :math:`m^2 - w^2` itself, which makes the split and the reset exact; the induced
+    flow is :math:`\dot\theta = -\sqrt{\beta^2 + 4\theta^2}\,\nabla_\theta L`.
+    The mirror-flow papers of the same group write the inverse metric of
+    :math:`m \odot w` as :math:`\sqrt{\theta^2 + \gamma^2}`, which is this flow with
+    :math:`\gamma = \beta / 2` (and time scaled by 2); a third-party summary of the
+    Sign-In paper writes :math:`\sqrt{\theta^2 + \beta'}`, i.e.
+    :math:`\beta' = \beta^2 / 4`. To use a value quoted in the form
+    :math:`\sqrt{\theta^2 + \gamma^2}` pass ``beta = 2 * gamma``; in the form
+    :math:`\sqrt{\theta^2 + \beta'}` pass ``beta = 2 * sqrt(beta')``. (The Sign-In
+    paper's own method section could not be checked for this release.)
     Parametrized modules cannot be pickled: call :func:`merge_sign_in` after training.
 
     References
@@ -95,7 +111,7 @@ class SignIn(nn.Module):
         self.register_buffer("mask", mask.detach().clone().to(torch.get_default_dtype()))
 
     def extra_repr(self):
-        return f"beta={self.beta}, density={float(self.mask.mean()):.3g}"
+        return f"beta={self.beta}, sparsity={1.0 - float(self.mask.mean()):.3g}"
 
     def forward(self, m, w):
         """Return ``mask * m * w``."""
@@ -125,6 +141,10 @@ def _sign_in_entries(module):
                     yield sub, tensor_name, p, plist
 
 
+@validate_params(
+    {"module": [nn.Module], "masks": [dict], "beta": [_BETA, dict]},
+    prefer_skip_nested_validation=True,
+)
 def apply_sign_in(module, masks, beta=1.0):
     """Register :class:`SignIn` on each masked weight of ``module``.
 
@@ -175,7 +195,7 @@ def apply_sign_in(module, masks, beta=1.0):
         unknown = set(beta) - set(masks)
         if unknown:
             raise ValueError(f"beta names {sorted(unknown)} are not in masks.")
-        betas = {name: _check_beta(beta.get(name, 1.0)) for name in masks}
+        betas = {name: _check_beta(beta.get(name, 1.0), f"beta[{name!r}]") for name in masks}
     else:
         b = _check_beta(beta)
         betas = dict.fromkeys(masks, b)
@@ -214,6 +234,7 @@ def apply_sign_in(module, masks, beta=1.0):
     return module
 
 
+@validate_params({"module": [nn.Module]}, prefer_skip_nested_validation=True)
 def merge_sign_in(module):
     """Remove every :class:`SignIn`, leaving ordinary (sparse) weights in place.
 
@@ -250,6 +271,10 @@ def merge_sign_in(module):
     return module
 
 
+@validate_params(
+    {"module": [nn.Module], "optimizer": [torch.optim.Optimizer, None]},
+    prefer_skip_nested_validation=True,
+)
 @torch.no_grad()
 def reset_sign_in(module, optimizer=None):
     """Re-split every :class:`SignIn` weight so that ``m**2 - w**2 = beta`` again.

@@ -1,15 +1,17 @@
 """Pruning at initialisation: random, magnitude, SNIP, GraSP and Synflow masks."""
 
 import copy
+import numbers
 import warnings
 
 import numpy as np
 import torch
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils import parametrize
 
-from sklearn_cispa.utils import check_real, seed_from_random_state, torch_generator
+from sklearn_cispa.utils import spawn_seeds, torch_generator
 
 __all__ = ["prune_at_init"]
 
@@ -66,10 +68,20 @@ def _weights_of(model, names):
 
 
 def _data_grads(module, names, X, y, temperature=1.0, create_graph=False):
-    logits = module(X)
+    try:
+        logits = module(X)
+    except RuntimeError as exc:  # typically a width mismatch inside torch
+        raise ValueError(
+            f"X of shape {tuple(X.shape)} does not fit the module (torch: {exc})."
+        ) from exc
     if logits.ndim != 2:
         raise ValueError(
             f"the module must output (n_samples, n_classes) logits, got {tuple(logits.shape)}."
+        )
+    if int(y.max()) >= logits.shape[1]:
+        raise ValueError(
+            f"y holds class index {int(y.max())} but the module outputs "
+            f"{logits.shape[1]} logits; y must hold indices in [0, {logits.shape[1]})."
         )
     loss = F.cross_entropy(logits / temperature, y)
     weights = _weights_of(module, names)
@@ -124,6 +136,63 @@ def _synflow(module, names, input_shape, n_keep, n_total, sparsity, rounds=_SYNF
     return masks, scores
 
 
+def _check_scores(scores, method):
+    for s in scores:
+        if bool(torch.isnan(s).any()) or bool(torch.isinf(s).any() and method != "synflow"):
+            raise ValueError(
+                f"prune_at_init({method!r}): the scores are not finite (the logits or their "
+                "gradients overflow). Standardise X (or use a smaller init scale)."
+            )
+    return scores
+
+
+def _check_batch(X, y, first, method):
+    """Validate one scoring batch: finite X, integer class indices y, matching widths."""
+    if X.ndim < 2 or X.shape[0] == 0:
+        raise ValueError(f"X must be a batch of shape (n_samples, ...), got {tuple(X.shape)}.")
+    if y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ValueError(
+            f"X and y must have the same number of rows and y be 1-D; got "
+            f"{tuple(X.shape)} and {tuple(y.shape)}."
+        )
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError(f"X holds NaN or infinite values; {method!r} needs finite inputs.")
+    if isinstance(first, nn.Linear) and X.ndim == 2 and X.shape[1] != first.in_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features but the module's first Linear layer expects "
+            f"{first.in_features}."
+        )
+
+
+def _labels(y):
+    """Class indices as int64: integer dtype, or floats holding whole numbers >= 0."""
+    try:
+        t = y.detach() if isinstance(y, torch.Tensor) else torch.as_tensor(np.asarray(y))
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"y must hold class indices: {exc}") from exc
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"y must hold class indices, got dtype {t.dtype}.")
+    if t.is_floating_point():
+        if not bool(torch.isfinite(t).all()) or not bool((t == t.round()).all()):
+            raise ValueError(
+                "y must hold class indices (whole numbers); got non-integer or NaN values."
+            )
+    if t.numel() and int(t.min()) < 0:
+        raise ValueError(f"y must hold class indices >= 0, got {int(t.min())}.")
+    return t.to(torch.int64)
+
+
+@validate_params(
+    {
+        "module": [nn.Module],
+        "method": [StrOptions(set(_METHODS))],
+        "sparsity": [Interval(numbers.Real, 0, 1, closed="left")],
+        "X": ["array-like", None],
+        "y": ["array-like", None],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_state=None):
     """Compute pruning-at-initialisation masks for the Linear and Conv weights of a module.
 
@@ -158,8 +227,10 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
     Raises
     ------
     ValueError
-        Unknown method, sparsity outside [0, 1), missing data, or a module that already
-        has parametrizations or pruning masks.
+        Unknown method, sparsity outside [0, 1), missing data, ``X`` with NaN or
+        infinite values or a width the module does not take, ``y`` that is not made of
+        class indices within the module's outputs, or a module that already has
+        parametrizations or pruning masks.
 
     Warns
     -----
@@ -173,6 +244,14 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
 
     Notes
     -----
+    The "snip" and "grasp" scores depend on the units of ``X``: the gradients of the
+    first layer scale with the inputs, so one feature in units of 1e6 (or a +1000
+    offset) makes the first layer's scores dominate the global selection. Pass the
+    batch in the units the network is trained on (standardised, as
+    :class:`~sklearn_cispa.neural.MLPNetClassifier` does before scoring); the masks are
+    then invariant to the raw units. "random", "magnitude" and "synflow" do not use
+    the values of ``X``. Scores that overflow raise a ``ValueError``.
+
     Departures from the Synaptic-Flow code: ``sparsity`` is the pruned (not the kept)
     fraction; random masks keep an exact count per tensor; selection keeps an exact
     count (``torch.topk``; already pruned entries score ``-inf``) instead of a threshold
@@ -197,11 +276,7 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
     >>> {name: int(m.sum()) for name, m in masks.items()}
     {'0.weight': 20, '2.weight': 6}
     """
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}.")
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}.")
-    sparsity = check_real(sparsity, name="sparsity", low=0, high=1, closed=(True, False))
+    sparsity = float(sparsity)
     layers = _prunable(module)
     if not layers:
         raise ValueError("the module has no nn.Linear or nn.Conv weight to prune.")
@@ -216,15 +291,11 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
             raise ValueError(f"method={method!r} needs one batch X, y of training data.")
         ref = weights[0]
         Xt = _as_tensor(X, "X", ref.dtype, ref.device)
-        yt = _as_tensor(y, "y", torch.int64, ref.device)
-        if Xt.shape[0] != yt.shape[0] or yt.ndim != 1:
-            raise ValueError(
-                f"X and y must have the same number of rows and y be 1-D; got "
-                f"{tuple(Xt.shape)} and {tuple(yt.shape)}."
-            )
+        yt = _labels(y).to(ref.device)
+        _check_batch(Xt, yt, layers[0][1], method)
 
     if method == "random":
-        gen = torch_generator(seed_from_random_state(random_state))
+        gen = torch_generator(spawn_seeds(random_state, 1)[0])
         masks = []
         for w in weights:
             keep = w.numel() - round(sparsity * w.numel())
@@ -234,12 +305,18 @@ def prune_at_init(module, method="random", sparsity=0.9, X=None, y=None, random_
     elif method == "magnitude":
         masks = _global_keep([w.detach().abs() for w in weights], n_keep)
     elif method == "snip":
-        masks = _global_keep(_snip_scores(module, names, Xt, yt), n_keep)
+        masks = _global_keep(_check_scores(_snip_scores(module, names, Xt, yt), method), n_keep)
     elif method == "grasp":
-        masks = _global_keep(_grasp_scores(module, names, Xt, yt), n_keep)
+        masks = _global_keep(_check_scores(_grasp_scores(module, names, Xt, yt), method), n_keep)
     else:
         if X is not None:
             input_shape = tuple(np.shape(X)[1:])
+            first = layers[0][1]
+            if isinstance(first, nn.Linear) and input_shape != (first.in_features,):
+                raise ValueError(
+                    f"X has rows of shape {input_shape} but the module's first Linear layer "
+                    f"expects {first.in_features} features."
+                )
         else:
             first = layers[0][1]
             if not isinstance(first, nn.Linear):

@@ -2,7 +2,7 @@
 split digits, Sign-In vs plain sparse training (one row each)."""
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
-from sklearn_cispa.utils import seed_from_random_state
+from sklearn_cispa.utils import spawn_seeds
 
 
 def _bar(out_dir, name, labels, values, ylabel, title):
@@ -24,7 +24,7 @@ def _bar(out_dir, name, labels, values, ylabel, title):
 def run_maxsup(*, quick, out_dir, random_state):
     from sklearn_cispa.report._neural_experiments import loss_comparison
 
-    seed = seed_from_random_state(random_state) % 1000
+    seed = spawn_seeds(random_state, 1)[0] % 1000
     if quick:
         res = loss_comparison(seed, hidden=(128,), max_epochs=15)
     else:
@@ -60,7 +60,7 @@ def run_maxsup(*, quick, out_dir, random_state):
 def run_nanoadam(*, quick, out_dir, random_state):
     from sklearn_cispa.report._neural_experiments import split_digits
 
-    seed = seed_from_random_state(random_state) % 1000
+    seed = spawn_seeds(random_state, 1)[0] % 1000
     epochs = 10 if quick else 30
     res = split_digits(
         {"AdamW": ("adamw", 1e-3), "NanoAdam": ("nanoadam", 3e-3, 0.01, 20)},
@@ -99,7 +99,7 @@ def run_nanoadam(*, quick, out_dir, random_state):
 def run_sign_in(*, quick, out_dir, random_state):
     from sklearn_cispa.report._neural_experiments import sign_in_comparison
 
-    seed = seed_from_random_state(random_state) % 1000
+    seed = spawn_seeds(random_state, 1)[0] % 1000
     res = sign_in_comparison(seed, sparsity=0.9, epochs=15 if quick else 60)
     plain, si = res["plain"], res["sign_in"]
     figs = _bar(

@@ -34,7 +34,7 @@ def _one_split(model, X, y, tr, rest, split_key, seed):
         rcp = RCP1Conformal(model, radius=RADIUS, prefit=True, random_state=seed + 1)
         sets["rcp1"] = rcp.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
         bin_ = SmoothedConformal(
-            model, n_samples=100, radius=RADIUS, prefit=True, random_state=seed + 2
+            model, n_draws=100, radius=RADIUS, prefit=True, random_state=seed + 2
         )
         sets["bincp"] = bin_.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
     rows = np.arange(len(te))

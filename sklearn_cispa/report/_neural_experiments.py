@@ -76,7 +76,9 @@ def calibration_metrics(proba, y):
 
 
 def loss_comparison(
-    random_state=0, hidden=(256, 256), max_epochs=40, lr=0.05, alpha=0.1, alpha_end=0.2, data=None
+    random_state=0, hidden=(256, 256), max_epochs=40, lr=0.05, label_smoothing=0.1,
+    label_smoothing_end=0.2,
+    data=None
 ):
     """CE vs label smoothing vs MaxSup with one init and loader seed (MLPNetClassifier, SGD).
 
@@ -88,8 +90,8 @@ def loss_comparison(
         clf = MLPNetClassifier(
             hidden_layer_sizes=hidden,
             loss=loss,
-            alpha=alpha,
-            alpha_end=alpha_end,
+            label_smoothing=label_smoothing,
+            label_smoothing_end=label_smoothing_end,
             optimizer="sgd",
             lr=lr,
             max_epochs=max_epochs,
@@ -146,7 +148,7 @@ def split_digits(configs, random_state=0, pre_epochs=30, ft_epochs=30, hidden=(2
                  batch_size=64):
     """Continual learning on digits 0-4 then 5-9: AdamW vs NanoAdam on the shared body.
 
-    ``configs`` maps a label to ``("adamw", lr)`` or ``("nanoadam", lr, density,
+    ``configs`` maps a label to ``("adamw", lr)`` or ``("nanoadam", lr, update_fraction,
     mask_interval)``. Returns ``{label: metrics}`` with task-1 accuracy after fine-tuning
     (head A on 0-4), task-2 accuracy (head B on 5-9), forgetting, l2 drift of the body,
     fraction of body entries changed, optimizer state bytes and seconds per step; the
@@ -183,7 +185,7 @@ def split_digits(configs, random_state=0, pre_epochs=30, ft_epochs=30, hidden=(2
                     {"params": list(head_b.parameters()), "dense": True},
                 ],
                 lr=lr,
-                density=k,
+                update_fraction=k,
                 mask_interval=interval,
             )
         touched = [torch.zeros_like(p, dtype=torch.bool) for p in b.parameters()]
@@ -285,7 +287,15 @@ def sign_in_comparison(random_state=0, sparsity=0.9, hidden=(256, 256), epochs=6
             "sign_flips": flipped / kept,
             "early_loss": float(np.mean(losses[:50])),
             "merge_error": merge_error,
+            "weights": {k: params[k].detach().clone() for k in masks},
         }
+    # how far the two trainings ended apart (0 if Sign-In did nothing): relative l2
+    num = sum(float(((out["sign_in"]["weights"][k] - out["plain"]["weights"][k]) ** 2).sum())
+              for k in masks)
+    den = sum(float((out["plain"]["weights"][k] ** 2).sum()) for k in masks)
+    for variant in out:
+        del out[variant]["weights"]
+    out["sign_in"]["weight_distance"] = float(np.sqrt(num / den))
     return out
 
 
@@ -355,3 +365,91 @@ def mask_structure(methods=("random", "snip", "synflow"), width=500, sparsity=0.
         masks = prune_at_init(net, method, sparsity, X=Xt, y=yt, random_state=random_state)
         out[method] = block_std(masks["layers.2.weight"].numpy())
     return out
+
+
+def nanoadam_useful_fraction(sparsity=0.9, update_fraction=0.1, random_state=0,
+                             hidden=(256, 256), steps=5):
+    """Fraction of NanoAdam's selected entries that are trainable in a pruned MLP.
+
+    A 64-hidden-10 MLP is pruned with a random PaI mask (``torch.nn.utils.prune``, so
+    the optimizer sees ``weight_orig``) and trained for a few steps on digits. Returns
+    ``{"masked": f, "unmasked": f}``: with the mask in NanoAdam's parameter groups every
+    selected entry is a kept weight; without it the selection by magnitude ignores the
+    mask and most of the update budget goes to pruned entries (zero gradient).
+    """
+    X_tr, _, y_tr, _ = digits_split(random_state)
+    Xt = torch.as_tensor(X_tr[:256], dtype=torch.float32)
+    yt = torch.as_tensor(y_tr[:256])
+    sizes = (X_tr.shape[1], *hidden, 10)
+    with torch_rng_context(random_state):
+        base = _Body(sizes)
+    base.layers = base.layers[:-1]
+    masks = prune_at_init(base, "random", sparsity, random_state=random_state + 1)
+    out = {}
+    for variant in ("masked", "unmasked"):
+        net = copy.deepcopy(base)
+        groups = []
+        for name, mask in masks.items():
+            owner = net.get_submodule(name.rpartition(".")[0])
+            prune.custom_from_mask(owner, "weight", mask)
+            group = {"params": [owner.weight_orig], "dense": False}
+            if variant == "masked":
+                group["mask"] = mask
+            groups.append(group)
+        biases = [p for n, p in net.named_parameters() if n.endswith("bias")]
+        opt = NanoAdam([*groups, {"params": biases}], lr=1e-3, update_fraction=update_fraction)
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(net(Xt), yt).backward()
+            opt.step()
+        useful = total = 0
+        for group, mask in zip(groups, masks.values()):
+            idx = opt.state[group["params"][0]]["indices"].long()
+            useful += int(mask.reshape(-1)[idx].sum())
+            total += idx.numel()
+        out[variant] = useful / total
+    return out
+
+
+def loss_step_ratio(criteria=("maxsup", "label_smoothing"), hidden=(256, 256), batch_size=64,
+                    steps=40, repeats=15, dtype=torch.float64, random_state=0):
+    """Time of one training step with each criterion over torch's cross-entropy, one process.
+
+    A 64-hidden-10 MLP (MLPNetClassifier's float64 module) takes SGD steps (momentum
+    0.9) on one batch of digits; every repeat times ``steps`` steps per criterion in
+    turn, the order alternating between repeats, each criterion on its own copy of the
+    same network. Returns ``{criterion: median over repeats of time / CE time}``, so
+    that machine load cancels.
+    """
+    from sklearn_cispa.neural._losses import LabelSmoothingLoss, MaxSupLoss
+
+    X_tr, _, y_tr, _ = digits_split(random_state)
+    Xt = torch.as_tensor(X_tr[:batch_size], dtype=dtype)
+    yt = torch.as_tensor(y_tr[:batch_size])
+    make = {
+        "cross_entropy": nn.CrossEntropyLoss,
+        "maxsup": lambda: MaxSupLoss(0.1),
+        "label_smoothing": lambda: LabelSmoothingLoss(0.1),
+    }
+    names = ("cross_entropy", *criteria)
+    with torch_rng_context(random_state):
+        base = _Body((X_tr.shape[1], *hidden, 10)).to(dtype)
+    base.layers = base.layers[:-1]
+    runs = {}
+    for name in names:
+        net = copy.deepcopy(base)
+        runs[name] = (net, torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9), make[name]())
+    ratios = {name: [] for name in criteria}
+    for r in range(repeats):
+        times = {}
+        for name in names if r % 2 == 0 else names[::-1]:
+            net, opt, crit = runs[name]
+            start = time.perf_counter()
+            for _ in range(steps):
+                opt.zero_grad()
+                crit(net(Xt), yt).backward()
+                opt.step()
+            times[name] = time.perf_counter() - start
+        for name in criteria:
+            ratios[name].append(times[name] / times["cross_entropy"])
+    return {name: float(np.median(v)) for name, v in ratios.items()}

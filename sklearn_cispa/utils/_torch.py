@@ -153,3 +153,147 @@ def torch_rng_context(seed, device="cpu"):
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
         yield
+
+
+def check_finite_training(loss, *, epoch=None, estimator="the estimator", module=None):
+    """Raise a ``ValueError`` when a training loss (or a module's parameters) is not finite.
+
+    The one divergence test of the package's torch estimators, for skorch nets (through
+    :class:`DivergenceCheck`) and for plain torch loops alike. A diverging fit is an
+    error rather than a warning: a model whose loss became NaN or inf has NaN or inf
+    weights, and its predictions would be NaN (or one constant class) without notice.
+    scikit-learn's MLP raises in the same situation.
+
+    Parameters
+    ----------
+    loss : float, torch.Tensor or None
+        The training loss just computed (a scalar). None skips the loss test.
+    epoch : int, default=None
+        1-based epoch number, quoted in the message.
+    estimator : str, default="the estimator"
+        Name quoted in the message.
+    module : torch.nn.Module, default=None
+        When given, its parameters must be finite too.
+
+    Raises
+    ------
+    ValueError
+        When ``loss`` or a parameter of ``module`` is NaN or infinite. The message
+        names the epoch and the usual remedies (a smaller learning rate, standardised
+        features).
+
+    Examples
+    --------
+    >>> from sklearn_cispa.utils._torch import check_finite_training
+    >>> check_finite_training(0.25, epoch=3)
+    >>> try:
+    ...     check_finite_training(float("nan"), epoch=4, estimator="MLPNetClassifier")
+    ... except ValueError as exc:
+    ...     print(str(exc).split(":")[0])
+    MLPNetClassifier diverged at epoch 4
+    """
+    import math
+
+    import torch
+
+    where = f" at epoch {epoch}" if epoch is not None else ""
+    hint = "Lower the learning rate `lr` or standardise the inputs; no model was kept."
+    if loss is not None:
+        value = float(loss.detach()) if torch.is_tensor(loss) else float(loss)
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{estimator} diverged{where}: the training loss is {value}. {hint}"
+            )
+    if module is not None:
+        for name, p in module.named_parameters():
+            if not bool(torch.isfinite(p.detach()).all()):
+                raise ValueError(
+                    f"{estimator} diverged{where}: parameter {name!r} holds NaN or inf "
+                    f"values. {hint}"
+                )
+
+
+class DivergenceCheck:
+    """skorch callback: stop training with a ``ValueError`` once the loss is not finite.
+
+    At the end of every epoch it reads the epoch's ``train_loss`` from the net's
+    history and calls :func:`check_finite_training` on it (and, at the end of training,
+    on the module's parameters). It needs no extra device synchronisation: skorch has
+    already turned the loss into a float.
+
+    Written without importing skorch (it has every method skorch calls on a callback),
+    so that importing :mod:`sklearn_cispa.utils` stays free of torch and skorch.
+
+    Parameters
+    ----------
+    estimator : str, default="the estimator"
+        Name quoted in the error message.
+
+    See Also
+    --------
+    check_finite_training : The test it runs, for plain torch loops.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from skorch import NeuralNetClassifier
+    >>> from sklearn_cispa.utils._torch import DivergenceCheck
+    >>> X = np.random.RandomState(0).randn(40, 3).astype("float32") * 1e6
+    >>> y = (X[:, 0] > 0).astype("int64")
+    >>> net = NeuralNetClassifier(torch.nn.Linear(3, 2), optimizer=torch.optim.SGD, lr=1e30,
+    ...                           max_epochs=5, train_split=None, verbose=0,
+    ...                           callbacks=[DivergenceCheck()])
+    >>> try:
+    ...     net.fit(X, y)
+    ... except ValueError as exc:
+    ...     print("diverged" in str(exc))
+    True
+    """
+
+    def __init__(self, estimator="the estimator"):
+        self.estimator = estimator
+
+    def get_params(self, deep=True):
+        """Parameters of the callback (skorch's callback protocol)."""
+        return {"estimator": self.estimator}
+
+    def set_params(self, **params):
+        """Set parameters (skorch's callback protocol)."""
+        for key, value in params.items():
+            if key != "estimator":
+                raise ValueError(f"Invalid parameter {key!r} for DivergenceCheck.")
+            setattr(self, key, value)
+        return self
+
+    def initialize(self):
+        """Nothing to reset; returns self (skorch's callback protocol)."""
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        """Raise when the epoch's training loss is not finite."""
+        row = net.history[-1]
+        check_finite_training(
+            row.get("train_loss"), epoch=len(net.history), estimator=self.estimator
+        )
+
+    def on_train_end(self, net, **kwargs):
+        """Raise when a parameter of the trained module is not finite."""
+        module = getattr(net, "module_", None)
+        if module is not None:
+            check_finite_training(None, estimator=self.estimator, module=module)
+
+    def on_train_begin(self, net, **kwargs):  # noqa: D102 - protocol no-ops
+        pass
+
+    def on_epoch_begin(self, net, **kwargs):  # noqa: D102
+        pass
+
+    def on_batch_begin(self, net, **kwargs):  # noqa: D102
+        pass
+
+    def on_batch_end(self, net, **kwargs):  # noqa: D102
+        pass
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):  # noqa: D102
+        pass

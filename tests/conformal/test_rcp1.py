@@ -26,7 +26,7 @@ from sklearn_cispa.conformal import (
     robust_risk_control,
 )
 from sklearn_cispa.conformal._attacks import _eot_pgd, _linear_classifier_grad, _linear_parts
-from sklearn_cispa.conformal._rcp1 import _all_conformity, _lower_rank, min_calibration_size
+from sklearn_cispa.conformal._base import _all_conformity, _lower_rank, min_calibration_size
 
 ALPHA, SIGMA = 0.1, 0.25
 
@@ -244,7 +244,7 @@ def test_forward_passes_counted(digits):
     np.testing.assert_array_equal(counting.calls_[0][1], X[te])  # clean input
 
     counting.calls_.clear()
-    sm = SmoothedConformal(counting, n_samples=7, radius=0.12, prefit=True, random_state=0)
+    sm = SmoothedConformal(counting, n_draws=7, radius=0.12, prefit=True, random_state=0)
     sm.fit(X[tr], y[tr]).calibrate(X[cal], y[cal])
     assert sum(z.shape[0] for _, z in counting.calls_) == 7 * 300
     counting.calls_.clear()
@@ -373,7 +373,7 @@ def test_smoothed_attacked_coverage_digits(digits, digits_model, method):
                 digits_model, X[te], y[te], radius=radius, sigma=SIGMA, random_state=seed
             )
             sm = SmoothedConformal(
-                digits_model, method=method, n_samples=100, radius=radius, prefit=True,
+                digits_model, method=method, n_draws=100, radius=radius, prefit=True,
                 random_state=seed,
             )
             sets = sm.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_set(X_adv)
@@ -386,7 +386,7 @@ def test_smoothed_attacked_coverage_digits(digits, digits_model, method):
 def test_smoothed_correction_contains_uncorrected(digits, digits_model, method, score):
     X, y, tr, rest = digits
     cal, te = rest[:300], rest[300:500]
-    kw = dict(method=method, n_samples=20, radius=0.12, score=score, prefit=True)
+    kw = dict(method=method, n_draws=20, radius=0.12, conformity_score=score, prefit=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         a = SmoothedConformal(digits_model, random_state=5, **kw).fit(X[tr], y[tr])
@@ -401,12 +401,17 @@ def test_smoothed_correction_contains_uncorrected(digits, digits_model, method, 
 def test_bincp_values(digits, digits_model):
     """p_low of the spec's example: N=100, p=0.6, n=400, K=10, eta=0.001 -> 0.370."""
     X, y, tr, rest = digits
-    sm = SmoothedConformal(digits_model, n_samples=100, prefit=True, random_state=0)
+    sm = SmoothedConformal(digits_model, n_draws=100, p=0.6, confidence=0.999, prefit=True,
+                           random_state=0)
     sm.fit(X[tr], y[tr]).calibrate(X[rest[:400]], y[rest[:400]])
     assert sm.p_low_ == pytest.approx(0.370, abs=5e-4)
-    assert sm.alpha_corrected_ == pytest.approx(sm.p_low_)  # radius 0
+    assert sm.certified_threshold_ == pytest.approx(sm.p_low_)  # radius 0
+    # alpha_corrected_ is the level of the conformal quantile, as in RCP1Conformal
+    assert sm.alpha_corrected_ == pytest.approx(0.1 - 0.001)
     sm.set_params(method="rscp").calibrate(X[rest[:400]], y[rest[:400]])
     assert sm.margin_ == pytest.approx(0.186, abs=1e-3)
+    assert sm.alpha_corrected_ == pytest.approx(0.1 - 2 * 0.001)
+    assert not hasattr(sm, "certified_threshold_")
 
 
 @pytest.mark.slow
@@ -416,7 +421,7 @@ def test_bincp_regression_hull_diabetes(diabetes):
     for seed in range(8):
         cal, te = _split(rest, seed, 150)
         X_adv = eot_pgd_l2_attack(model, X[te], y[te], radius=0.12, sigma=SIGMA)
-        sm = SmoothedConformal(model, n_samples=100, radius=0.12, prefit=True, random_state=seed)
+        sm = SmoothedConformal(model, n_draws=100, radius=0.12, prefit=True, random_state=seed)
         iv = sm.fit(X[tr], y[tr]).calibrate(X[cal], y[cal]).predict_interval(X_adv)
         assert np.all(iv[:, 0] <= iv[:, 1])
         covs.append(_coverage_intervals(iv, y[te]))
@@ -426,7 +431,7 @@ def test_bincp_regression_hull_diabetes(diabetes):
 def test_bincp_regression_trivial_and_window(diabetes):
     X, y, tr, rest, model = diabetes
     with pytest.warns(UserWarning, match="infinite"):
-        sm = SmoothedConformal(model, n_samples=10, prefit=True, random_state=0).fit(X, y)
+        sm = SmoothedConformal(model, n_draws=10, prefit=True, random_state=0).fit(X, y)
         sm.calibrate(X[rest[:5]], y[rest[:5]])
     assert np.isinf(sm.predict_interval(X[:3])).all()
     with pytest.raises(ValueError, match="rscp"):
@@ -743,7 +748,7 @@ def test_aps_sets_nested_in_rank_order(P, seed):
 def test_aps_and_tps_scores_valid(digits, digits_model):
     X, y, tr, rest = digits
     for score in ("tps", "aps"):
-        rcp = RCP1Conformal(digits_model, score=score, prefit=True, random_state=0)
+        rcp = RCP1Conformal(digits_model, conformity_score=score, prefit=True, random_state=0)
         rcp.fit(X[tr], y[tr]).calibrate(X[rest[:400]], y[rest[:400]])
         sets = rcp.predict_set(X[rest[400:]])
         cov = _coverage_sets(sets, rcp.classes_, y[rest[400:]])
@@ -791,13 +796,14 @@ def test_bad_input_errors(digits):
     X, y, tr, rest = digits
     Xs, ys = X[tr], y[tr]
     for kwargs in ({"alpha": 0.0}, {"alpha": 1.2}, {"sigma": 0.0}, {"sigma": -1.0},
-                   {"radius": -0.1}, {"score": "lac"}, {"noise_augmentation": -1}):
+                   {"radius": -0.1}, {"conformity_score": "lac"}, {"noise_augmentation": -1},
+                   {"delta": 0.0}, {"delta": 1.0}):
         with pytest.raises(ValueError):
             RCP1Conformal(LogisticRegression(), **kwargs).fit(Xs, ys)
     with pytest.raises(TypeError, match="CalibratedClassifierCV"):
         RCP1Conformal(LinearSVC()).fit(Xs, ys)
     with pytest.raises(ValueError, match="regressor"):
-        RCP1Conformal(Ridge(), score="tps").fit(Xs, ys.astype(float))
+        RCP1Conformal(Ridge(), conformity_score="tps").fit(Xs, ys.astype(float))
     with pytest.raises(NotFittedError):
         RCP1Conformal(LogisticRegression()).calibrate(Xs, ys)
     rcp = RCP1Conformal(LogisticRegression(max_iter=200), noise_augmentation=1).fit(Xs, ys)

@@ -33,17 +33,33 @@ def _backward(net, seed=0, n=32):
 def test_state_bytes_and_frozen_entries():
     net = _mlp()
     assert sum(p.numel() for p in net.parameters()) == 82_432
-    opt = NanoAdam([{"params": list(net.parameters()), "dense": False}], lr=1e-2, density=0.1)
+    opt = NanoAdam([{"params": list(net.parameters()), "dense": False}], lr=1e-2,
+                   update_fraction=0.1)
     before = [p.detach().clone() for p in net.parameters()]
     _backward(net)
     opt.step()
     n_moments = sum(st["exp_avg"].numel() + st["exp_avg_sq"].numel() for st in opt.state.values())
     assert n_moments == 16_488
     assert n_moments / (2 * 82_432) == pytest.approx(0.1, abs=1e-3)
-    assert opt.state_bytes() == 16_488 * 4 + 8_244 * 8
+    # float32 moments; indices in the smallest dtype that fits: int16 for the 64 x 256
+    # matrix (16,384 entries) and the biases, int32 for the 256 x 256 matrix (65,536)
+    dtypes = [opt.state[p]["indices"].dtype for p in net.parameters()]
+    assert dtypes == [torch.int16, torch.int16, torch.int32, torch.int16]
+    n_idx = [1638, 26, 6554, 26]
+    assert sum(n_idx) == 8_244
+    expected = 16_488 * 4 + (1638 + 26 + 26) * 2 + 6554 * 4
+    assert opt.state_bytes() == expected
+    # honest: every tensor of the state, counted by hand
+    assert expected == sum(
+        v.numel() * v.element_size() for st in opt.state.values() for v in st.values()
+        if torch.is_tensor(v)
+    )
+    # 12 bytes per updated entry at most (2 float32 moments + int32 index) vs Adam's 8 per
+    # entry: the state is at most 1.5 x update_fraction of Adam's (it was 2 x with int64)
+    assert opt.state_bytes() <= 1.5 * 0.1 * 8 * 82_432 * 1.001
     for p, p0 in zip(net.parameters(), before):
         st = opt.state[p]
-        idx = st["indices"]
+        idx = st["indices"].long()
         n = max(1, round(0.1 * p.numel()))
         assert idx.numel() == n
         outside = torch.ones(p.numel(), dtype=torch.bool)
@@ -59,7 +75,7 @@ def test_state_bytes_and_frozen_entries():
 
 def test_dense_default_for_1d_and_explicit_groups():
     net = _mlp(sizes=(8, 6))
-    opt = NanoAdam(net.parameters(), density=0.2)
+    opt = NanoAdam(net.parameters(), update_fraction=0.2)
     _backward(net)
     opt.step()
     w, b = net[0].weight, net[0].bias
@@ -73,7 +89,7 @@ def test_dense_default_for_1d_and_explicit_groups():
 
 def test_refresh_at_multiples_of_mask_interval():
     net = _mlp(sizes=(16, 32))
-    opt = NanoAdam([net[0].weight], lr=1e-2, density=0.25, mask_interval=3)
+    opt = NanoAdam([net[0].weight], lr=1e-2, update_fraction=0.25, mask_interval=3)
     w = net[0].weight
     refreshed = []
     last = None
@@ -86,10 +102,11 @@ def test_refresh_at_multiples_of_mask_interval():
     assert refreshed == [True, False, False, True, False, False, True, False]
 
 
-def test_density_ramp():
+def test_update_fraction_ramp():
     net = _mlp(sizes=(20, 50))
     w = net[0].weight
-    opt = NanoAdam([w], density=0.1, density_end=0.04, total_steps=10, mask_interval=5)
+    opt = NanoAdam([w], update_fraction=0.1, update_fraction_end=0.04, total_steps=10,
+                   mask_interval=5)
     sizes = {}
     for t in range(12):
         _backward(net, seed=t)
@@ -103,13 +120,13 @@ def test_density_ramp():
 def test_keep_overlap_moments_and_fresh_step():
     torch.manual_seed(0)
     w = nn.Parameter(torch.randn(200, dtype=torch.float64))
-    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-3, eps=0.0, density=0.2,
+    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-3, eps=0.0, update_fraction=0.2,
                    mask_interval=2, moment_policy="keep_overlap")
     for t in range(2):
         w.grad = torch.randn(200, dtype=torch.float64)
         opt.step()
     st = opt.state[w]
-    old_idx = st["indices"].clone()
+    old_idx = st["indices"].long()
     old_m = dict(zip(old_idx.tolist(), st["exp_avg"].tolist()))
     old_c = dict(zip(old_idx.tolist(), st["count"].tolist()))
     assert st["count"].dtype == torch.int32 and set(old_c.values()) == {2}
@@ -137,7 +154,7 @@ def test_keep_overlap_moments_and_fresh_step():
 
 def test_reset_policy_restarts_bias_correction():
     w = nn.Parameter(torch.randn(100, dtype=torch.float64))
-    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-3, eps=0.0, density=0.1,
+    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-3, eps=0.0, update_fraction=0.1,
                    mask_interval=3)
     for _ in range(4):
         w.grad = torch.randn(100, dtype=torch.float64)
@@ -146,16 +163,16 @@ def test_reset_policy_restarts_bias_correction():
     # step 4 is the first after the refresh at t=3: every selected entry moves by lr * sign(g)
     st = opt.state[w]
     assert st["count"] == 1
-    moved = (w.detach() - before)[st["indices"]]
+    moved = (w.detach() - before)[st["indices"].long()]
     assert torch.allclose(moved.abs(), torch.full_like(moved, 1e-3), rtol=1e-9)
 
 
-def test_density_one_static_mask_tracks_adamw():
+def test_full_update_fraction_static_mask_tracks_adamw():
     net_a = _mlp(sizes=(10, 12, 6), dtype=torch.float64)
     net_b = copy.deepcopy(net_a)
     opt_a = torch.optim.AdamW(net_a.parameters(), lr=1e-2, weight_decay=0.01)
     opt_b = NanoAdam([{"params": list(net_b.parameters()), "dense": False}], lr=1e-2,
-                     weight_decay=0.01, density=1.0, mask_interval=10**9)
+                     weight_decay=0.01, update_fraction=1.0, mask_interval=10**9)
     for t in range(30):
         _backward(net_a, seed=t)
         _backward(net_b, seed=t)
@@ -183,12 +200,13 @@ def test_dense_groups_track_adamw():
 @pytest.mark.parametrize("policy", ["reset", "keep_overlap"])
 def test_state_dict_round_trip(policy):
     net = _mlp(sizes=(16, 24, 8), dtype=torch.float64)
-    opt = NanoAdam(net.parameters(), lr=1e-2, density=0.3, mask_interval=3, moment_policy=policy)
+    opt = NanoAdam(net.parameters(), lr=1e-2, update_fraction=0.3, mask_interval=3,
+                   moment_policy=policy)
     for t in range(4):
         _backward(net, seed=t)
         opt.step()
     net2 = copy.deepcopy(net)
-    opt2 = NanoAdam(net2.parameters(), lr=1e-2, density=0.3, mask_interval=3,
+    opt2 = NanoAdam(net2.parameters(), lr=1e-2, update_fraction=0.3, mask_interval=3,
                     moment_policy=policy)
     opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
     for t in range(4, 9):
@@ -213,9 +231,9 @@ def test_gradient_free_entries_stay_put_and_no_grad_skipped():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(density=0.0), "density"),
-        (dict(density=1.5), "density"),
-        (dict(density_end=0.05), "total_steps"),
+        (dict(update_fraction=0.0), "update_fraction"),
+        (dict(update_fraction=1.5), "update_fraction"),
+        (dict(update_fraction_end=0.05), "total_steps"),
         (dict(mask_interval=0), "mask_interval"),
         (dict(moment_policy="keep"), "moment_policy"),
         (dict(lr=-1.0), "lr"),
@@ -252,7 +270,7 @@ def test_works_in_skorch_with_param_groups():
         Net,
         criterion=nn.CrossEntropyLoss,
         optimizer=NanoAdam,
-        optimizer__density=0.05,
+        optimizer__update_fraction=0.05,
         optimizer__param_groups=[("head.*", {"dense": True})],
         lr=1e-2,
         max_epochs=2,
@@ -291,23 +309,98 @@ def test_split_digits_forgetting():
 @settings(deadline=None, max_examples=25)
 @given(
     shape=st.lists(st.integers(1, 12), min_size=1, max_size=3),
-    density=st.floats(0.01, 1.0),
+    update_fraction=st.floats(0.01, 1.0),
     policy=st.sampled_from(["reset", "keep_overlap"]),
     seed=st.integers(0, 1000),
 )
-def test_property_only_bottom_k_entries_move(shape, density, policy, seed):
+def test_property_only_bottom_k_entries_move(shape, update_fraction, policy, seed):
+    density = update_fraction
     g = torch.Generator().manual_seed(seed)
     w = nn.Parameter(torch.randn(*shape, generator=g, dtype=torch.float64))
-    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-2, density=density,
+    opt = NanoAdam([{"params": [w], "dense": False}], lr=1e-2, update_fraction=density,
                    mask_interval=2, moment_policy=policy)
     for _ in range(3):
         before = w.detach().clone()
         w.grad = torch.randn(*shape, generator=g, dtype=torch.float64)
         opt.step()
-        idx = opt.state[w]["indices"]
+        idx = opt.state[w]["indices"].long()
         n = max(1, round(density * w.numel()))
         assert idx.numel() == n
         outside = torch.ones(w.numel(), dtype=torch.bool)
         outside[idx] = False
         assert torch.equal(w.detach().reshape(-1)[outside], before.reshape(-1)[outside])
-    assert opt.state_bytes() == n * 8 * 3 + (n * 4 if policy == "keep_overlap" else 0)
+    # float64 moments, int16 indices (at most 1,728 entries), int32 counters
+    assert opt.state[w]["indices"].dtype == torch.int16
+    assert opt.state_bytes() == n * (8 * 2 + 2) + (n * 4 if policy == "keep_overlap" else 0)
+
+
+def _pruned_linear(sparsity=0.9, seed=0, shape=(64, 64)):
+    g = torch.Generator().manual_seed(seed)
+    w = nn.Parameter(torch.randn(*shape, generator=g))
+    keep = torch.zeros(w.numel(), dtype=torch.bool)
+    n_keep = w.numel() - round(sparsity * w.numel())
+    keep[torch.randperm(w.numel(), generator=g)[:n_keep]] = True
+    return w, keep.view(shape)
+
+
+def _useful_fraction(opt, w, keep):
+    idx = opt.state[w]["indices"].long()
+    return float(keep.reshape(-1)[idx].double().mean())
+
+
+def test_masked_group_spends_the_budget_on_trainable_entries_only():
+    """Issue 15: with 90% pruned, the unmasked selection was mostly pruned entries."""
+    w, keep = _pruned_linear(0.9)
+    g = torch.Generator().manual_seed(1)
+    w.grad = torch.randn(w.shape, generator=g) * keep  # pruned entries get zero gradient
+    plain = NanoAdam([{"params": [w], "dense": False}], lr=1e-2, update_fraction=0.1)
+    plain.step()
+    # without the mask: selection by |w| ignores the mask, so about 90% of it is wasted
+    assert _useful_fraction(plain, w, keep) < 0.3
+
+    w2, keep2 = _pruned_linear(0.9)
+    w2.grad = torch.randn(w2.shape, generator=torch.Generator().manual_seed(1)) * keep2
+    before = w2.detach().clone()
+    opt = NanoAdam([{"params": [w2], "dense": False, "mask": keep2}], lr=1e-2,
+                   update_fraction=0.1)
+    opt.step()
+    assert _useful_fraction(opt, w2, keep2) == 1.0
+    n_trainable = int(keep2.sum())
+    assert opt.state[w2]["indices"].numel() == round(0.1 * n_trainable) == opt.n_selected(w2, 0)
+    # the selection is the bottom-k of the kept entries, the pruned ones never move
+    mags = before.reshape(-1).abs()
+    idx = opt.state[w2]["indices"].long()
+    kept = mags[keep2.reshape(-1)].sort().values
+    assert torch.equal(mags[idx].sort().values, kept[: idx.numel()])
+    assert torch.equal(w2.detach()[~keep2], before[~keep2])
+    assert int((w2.detach() != before).sum()) == idx.numel()
+
+
+@pytest.mark.parametrize(
+    "group, exc, match",
+    [
+        (lambda w: {"params": [w, nn.Parameter(torch.zeros(2))],
+                    "mask": torch.ones(3, 3, dtype=bool)}, ValueError, "exactly one"),
+        (lambda w: {"params": [w], "mask": torch.ones(3, 3)}, TypeError, "bool"),
+        (lambda w: {"params": [w], "mask": torch.ones(3, 2, dtype=bool)}, ValueError, "shape"),
+        (lambda w: {"params": [w], "mask": torch.zeros(3, 3, dtype=bool)}, ValueError, "no True"),
+    ],
+)
+def test_bad_group_mask(group, exc, match):
+    with pytest.raises(exc, match=match):
+        NanoAdam([group(nn.Parameter(torch.zeros(3, 3)))])
+
+
+def test_index_dtype_grows_with_the_tensor():
+    from sklearn_cispa.neural._nanoadam import _index_dtype
+
+    assert _index_dtype(32_768) == torch.int16
+    assert _index_dtype(32_769) == torch.int32
+    assert _index_dtype(2**31) == torch.int32
+    assert _index_dtype(2**31 + 1) == torch.int64
+    w = nn.Parameter(torch.randn(200, 200))  # 40,000 entries: int32
+    w.grad = torch.randn(200, 200)
+    opt = NanoAdam([{"params": [w], "dense": False}], update_fraction=0.5)
+    opt.step()
+    idx = opt.state[w]["indices"]
+    assert idx.dtype == torch.int32 and int(idx.max()) < 40_000

@@ -35,11 +35,11 @@ def _fit(digits, **kwargs):
     "kwargs",
     [
         dict(loss="cross_entropy"),
-        dict(loss="label_smoothing", alpha=0.1, alpha_end=0.2),
-        dict(loss="maxsup", alpha=0.1, alpha_end=0.2),
+        dict(loss="label_smoothing", label_smoothing=0.1, label_smoothing_end=0.2),
+        dict(loss="maxsup", label_smoothing=0.1, label_smoothing_end=0.2),
         dict(optimizer="adamw"),
         dict(optimizer="sgd", lr=0.05),
-        dict(optimizer="nanoadam", lr=1e-2, density=0.3),
+        dict(optimizer="nanoadam", lr=1e-2, update_fraction=0.3),
         dict(sparsity=0.5, sign_in=True, optimizer="sgd", lr=0.05),
     ],
     ids=lambda d: "-".join(f"{k}={v}" for k, v in d.items()),
@@ -54,13 +54,15 @@ def test_digits_smoke(digits, kwargs):
 
 
 def test_alpha_schedule_history_and_maxsup_criterion(digits):
-    clf, _ = _fit(digits, loss="maxsup", alpha=0.1, alpha_end=0.3, max_epochs=3)
+    clf, _ = _fit(digits, loss="maxsup", label_smoothing=0.1, label_smoothing_end=0.3,
+                  max_epochs=3)
     assert np.allclose(clf.net_.history[:, "alpha"], [0.1, 0.2, 0.3])
     assert type(clf.net_.criterion_).__name__ == "MaxSupLoss"
 
 
 def test_nanoadam_is_used_with_dense_head(digits):
-    clf, _ = _fit(digits, optimizer="nanoadam", lr=1e-2, density=0.1, max_epochs=1)
+    clf, _ = _fit(digits, optimizer="nanoadam", lr=1e-2, update_fraction=0.1,
+                  max_epochs=1)
     opt = clf.net_.optimizer_
     assert isinstance(opt, NanoAdam)
     module = clf.net_.module_
@@ -131,7 +133,7 @@ def test_pipeline_and_grid_search(digits):
         {
             "mlpnetclassifier__loss": ["cross_entropy", "maxsup"],
             "mlpnetclassifier__optimizer": ["adam", "nanoadam"],
-            "mlpnetclassifier__density": [0.5],
+            "mlpnetclassifier__update_fraction": [0.5],
         },
         cv=2,
     )
@@ -189,6 +191,9 @@ def test_hard_problem_confidence_on_errors():
     ce, ls, ms = res["cross_entropy"], res["label_smoothing"], res["maxsup"]
     assert 0.5 < ce["accuracy"] < 0.9  # many errors: the regime where the losses differ
     assert ls["conf_err"] < 0.6 * ce["conf_err"] and ms["conf_err"] < 0.6 * ce["conf_err"]
+    # here the two regularisers differ (MaxSup drops LS's error amplification): a MaxSup
+    # that did nothing, or one that computed label smoothing, fails one of these
+    assert abs(ms["nll"] - ls["nll"]) > 1e-3 and abs(ms["nll"] - ce["nll"]) > 1e-2
 
 
 # --------------------------------------------------------------------------------------
@@ -196,9 +201,9 @@ def test_hard_problem_confidence_on_errors():
 # --------------------------------------------------------------------------------------
 GPU_CONFIGS = [
     dict(loss="cross_entropy"),
-    dict(loss="label_smoothing", alpha_end=0.2),
-    dict(loss="maxsup", alpha_end=0.2),
-    dict(optimizer="nanoadam", lr=1e-2, density=0.3),
+    dict(loss="label_smoothing", label_smoothing_end=0.2),
+    dict(loss="maxsup", label_smoothing_end=0.2),
+    dict(optimizer="nanoadam", lr=1e-2, update_fraction=0.3),
     dict(sparsity=0.9, sign_in=True, optimizer="sgd", lr=0.05),
 ]
 

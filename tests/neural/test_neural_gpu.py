@@ -43,7 +43,7 @@ def test_nanoadam_on_cuda_matches_cpu_state_and_freezes_entries():
         st = opt_g.state[p]
         assert st["indices"].device == p.device and st["exp_avg"].device == p.device
         outside = torch.ones(p.numel(), dtype=torch.bool, device=p.device)
-        outside[st["indices"]] = False
+        outside[st["indices"].long()] = False  # int16/int32 in the state
         assert torch.equal(p.detach().reshape(-1)[outside], p0.reshape(-1)[outside])
 
 

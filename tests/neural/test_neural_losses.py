@@ -164,7 +164,7 @@ def test_bad_alpha(kwargs, exc):
 
 
 def test_ls_alpha_above_one_rejected_maxsup_accepts():
-    with pytest.raises(ValueError, match=r"\[0, 1.0\]"):
+    with pytest.raises(ValueError, match=r"\[0.0, 1.0\]"):
         LabelSmoothingLoss(1.5)
     assert MaxSupLoss(1.5).alpha == 1.5
 
@@ -205,3 +205,61 @@ def test_spatial_logits_like_torch(cls):
         assert torch.allclose(cls(0.1)(z, y), F.cross_entropy(z, y, label_smoothing=0.1))
     with pytest.raises(ValueError, match="shape"):
         cls(0.1)(z, y[:, :2])
+
+
+def _explicit(cls, z, target, a):
+    """The textbook formula with autograd, as the independent oracle of the fused path."""
+    k = z.shape[1]
+    zf = z.movedim(1, -1).reshape(-1, k)
+    if target.is_floating_point():
+        t = target.movedim(1, -1).reshape(-1, k)
+        ce = -(t * torch.log_softmax(zf, dim=1)).sum(dim=1)
+        zy = (t * zf).sum(dim=1)
+    else:
+        t = target.reshape(-1)
+        ce = F.cross_entropy(zf, t, reduction="none")
+        zy = zf.gather(1, t[:, None]).squeeze(1)
+    top = zf.max(dim=1).values if cls is MaxSupLoss else zy
+    return (ce + a * (top - zf.mean(dim=1))).mean()
+
+
+@pytest.mark.parametrize("cls", [MaxSupLoss, LabelSmoothingLoss])
+@pytest.mark.parametrize("shape", [(50, 7), (4, 5, 3, 2)])
+@pytest.mark.parametrize("soft", [False, True])
+def test_fused_value_and_gradient_match_the_explicit_formula(cls, shape, soft):
+    g = torch.Generator().manual_seed(7)
+    z = (3 * torch.randn(*shape, generator=g, dtype=torch.float64)).requires_grad_(True)
+    k = shape[1]
+    if soft:
+        target = torch.softmax(torch.randn(*shape, generator=g, dtype=torch.float64), dim=1)
+    else:
+        target = torch.randint(0, k, (shape[0], *shape[2:]), generator=g)
+    ours = cls(0.3)(z, target)
+    ref = _explicit(cls, z, target, 0.3)
+    (g1,) = torch.autograd.grad(ours, z)
+    (g2,) = torch.autograd.grad(ref, z)
+    assert torch.allclose(ours, ref, atol=1e-12, rtol=0)
+    assert torch.allclose(g1, g2, atol=1e-12, rtol=0)
+    # gradcheck of the hand-written backward
+    assert torch.autograd.gradcheck(lambda x: cls(0.3)(x, target), (z.detach().requires_grad_(),))
+
+
+def test_diagnostics_are_lazy_and_not_pickled():
+    import pickle
+
+    loss = MaxSupLoss(0.1)
+    assert np.isnan(loss.last_ce)
+    z, y = _logits(30, 4, torch.float64)
+    loss(z, y)
+    assert loss.last_ce == pytest.approx(float(F.cross_entropy(z, y)))
+    clone = pickle.loads(pickle.dumps(loss))
+    assert np.isnan(clone.last_penalty) and clone.alpha == 0.1
+
+
+@pytest.mark.parametrize("cls", [MaxSupLoss, LabelSmoothingLoss])
+def test_int32_labels_and_fast_path_agree_with_the_general_path(cls):
+    z, y = _logits(40, 6, torch.float64, seed=3)
+    fast = cls(0.2)(z, y)
+    assert torch.allclose(cls(0.2)(z, y.to(torch.int32)), fast, atol=1e-14)
+    # the (N, K, 1) layout takes the general path: same value
+    assert torch.allclose(cls(0.2)(z[:, :, None], y[:, None]), fast, atol=1e-12)

@@ -276,6 +276,10 @@ def test_digits_sign_in_matches_plain_at_90_percent():
     res = sign_in_comparison(random_state=0, sparsity=0.9, epochs=30)
     assert res["plain"]["accuracy"] > 0.9
     assert abs(res["sign_in"]["accuracy"] - res["plain"]["accuracy"]) < 0.01 + 1e-9
+    # the parity above would also hold if Sign-In did nothing (the same init, mask and
+    # batches then give the plain run bit for bit): require that it changed the training
+    assert res["sign_in"]["early_loss"] != res["plain"]["early_loss"]
+    assert res["sign_in"]["weight_distance"] > 0.05
     assert res["sign_in"]["merge_error"] < 1e-5
     assert 0 < res["sign_in"]["sign_flips"] < 0.5
     assert 0 < res["plain"]["sign_flips"] < 0.5

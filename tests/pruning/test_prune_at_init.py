@@ -277,3 +277,75 @@ def test_snip_and_synflow_masks_are_structured():
     res = mask_structure(("random", "snip", "synflow"), width=1000, random_state=0)
     assert res["snip"] > 4 * res["random"]
     assert res["synflow"] > 5 * res["random"]
+
+
+# -- issue 12 item 6: bad inputs end in clear errors naming the problem ---------------
+@pytest.mark.parametrize("method", ["snip", "grasp"])
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), None,
+         "NaN or infinite"),
+        (None, lambda y: y + 0.5, "class indices"),
+        (None, lambda y: np.full(len(y), np.nan), "class indices"),
+        (None, lambda y: y - 1, ">= 0"),
+        (None, lambda y: y + 100, r"\[0, 4\)"),
+        (lambda X: X[:, :5], None, "features"),
+        (lambda X: X[:, 0], None, "shape"),
+    ],
+)
+def test_bad_batches_give_clear_errors(method, X, y, match):
+    rng = np.random.RandomState(0)
+    X0, y0 = rng.randn(12, 8), rng.randint(0, 3, 12)
+    X1 = X(X0) if X is not None else X0
+    y1 = y(y0) if y is not None else y0
+    with pytest.raises(ValueError, match=match):
+        prune_at_init(_mlp(), method, 0.5, X=X1, y=y1)
+
+
+def test_float_labels_holding_whole_numbers_are_accepted():
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(12, 8), rng.randint(0, 3, 12)
+    a = prune_at_init(_mlp(), "snip", 0.5, X=X, y=y)
+    b = prune_at_init(_mlp(), "snip", 0.5, X=X, y=y.astype(float))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_synflow_checks_the_width_of_x():
+    with pytest.raises(ValueError, match="features"):
+        prune_at_init(_mlp(), "synflow", 0.5, X=np.zeros((2, 5)))
+
+
+def test_public_functions_name_the_bad_parameter():
+    from sklearn_cispa.neural import apply_sign_in, merge_sign_in, reset_sign_in
+
+    with pytest.raises(ValueError, match="'module'"):
+        reset_sign_in(None)
+    with pytest.raises(ValueError, match="'optimizer'"):
+        reset_sign_in(_mlp(), optimizer="sgd")
+    with pytest.raises(ValueError, match="'module'"):
+        merge_sign_in(None)
+    with pytest.raises(ValueError, match="'masks'"):
+        apply_sign_in(_mlp(), masks=None)
+    with pytest.raises(ValueError, match="'random_state'"):
+        prune_at_init(_mlp(), random_state="seed")
+    with pytest.raises(ValueError, match="'sparsity'"):
+        prune_at_init(_mlp(), sparsity=float("nan"))
+
+
+@pytest.mark.parametrize("scale, offset", [(1e-6, 0.0), (1e6, 0.0), (1.0, 1000.0)])
+@pytest.mark.parametrize("method", ["snip", "grasp"])
+def test_scores_stay_finite_in_any_units(method, scale, offset):
+    # the masks depend on the units (documented); they must still be exact-count masks
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(16, 8) * scale + offset, rng.randint(0, 3, 16)
+    masks = prune_at_init(_mlp(), method, 0.5, X=X, y=y)
+    total = sum(m.numel() for m in masks.values())
+    assert sum(int(m.sum()) for m in masks.values()) == total - round(0.5 * total)
+
+
+def test_overflowing_scores_raise():
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(16, 8) * 1e200, rng.randint(0, 3, 16)
+    with pytest.raises(ValueError, match="not finite"):
+        prune_at_init(_mlp(), "grasp", 0.5, X=X, y=y)
