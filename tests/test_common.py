@@ -350,7 +350,6 @@ ROBUSTNESS = {
 # They run as strict xfails: when the fix merges, the check passes, the suite fails,
 # and the entry is deleted here. Keys are (class name, check); values say where.
 _CMM_RIDGE = "issue 12 item 1: the EM ridge scales with the largest column (causal mixture branch)"
-_SCORE_SHADOWED = "issue 13: the `score` hyperparameter shadows the score method (conformal branch)"
 _FIXED_ON_OTHER_BRANCHES = {
     ("CausalMixtureDiscoverer", "offset"): _CMM_RIDGE,
     ("CausalMixtureDiscoverer", "scale"): _CMM_RIDGE,
@@ -360,17 +359,6 @@ _FIXED_ON_OTHER_BRANCHES = {
     ("MixtureOfLinearRegressions", "scale"): _CMM_RIDGE,
     ("MixtureOfLinearRegressions", "column_scale"): _CMM_RIDGE,
     ("MixtureOfLinearRegressions", "extreme_values"): _CMM_RIDGE,
-    ("RCP1Conformal", "extreme_params[radius_8_sigmas]"): (
-        "issue 12 item 3: min_calibration_size steps one by one (conformal branch)"
-    ),
-    ("RCP1Conformal", "extreme_params[alpha_1e-300]"): (
-        "issue 12 item 3: min_calibration_size steps one by one (conformal branch)"
-    ),
-    ("RCP1Conformal", "default_scoring"): _SCORE_SHADOWED,
-    ("SmoothedConformal", "default_scoring"): _SCORE_SHADOWED,
-    ("MLPNetClassifier", "extreme_params[sign_in_sgd_lr_10]"): (
-        "issue 12 item 4: diverged training returns NaN probabilities silently (neural branch)"
-    ),
 }
 
 
@@ -734,19 +722,12 @@ def test_robustness(name, cls, check):
 # becomes wrapped fails the suite until the lead removes it from this set at the merge.
 _VALIDATE_PARAMS_PENDING = {
     "accuracy_rejection_curve",
-    "apply_sign_in",
     "choquet_integral",
-    "corrected_alpha",
     "entropy_difference",
-    "eot_pgd_l2_attack",
     "generalized_hartley",
     "lower_probability",
     "lower_total_variation",
     "maximum_mean_imprecision",
-    "merge_sign_in",
-    "prune_at_init",
-    "reset_sign_in",  # wrapped by torch.no_grad only
-    "robust_risk_control",
 }
 
 
