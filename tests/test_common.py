@@ -242,6 +242,7 @@ ROBUSTNESS = {
 
     # -- rules: NeurulesClassifier (issue 5)
     "NeurulesClassifier": {
+        "params": {"n_rules": 4, "max_epochs": 50},
         "offset": True,
         "scale": True,
         "column_scale": True,
@@ -638,11 +639,11 @@ def _run_robustness_check(name, cls, check):
     elif check == "default_scoring":
         X, y = data[0], data[1]
         grid = {"est__random_state": [0, 1]} if "random_state" in est.get_params() else {}
-        search = GridSearchCV(Pipeline([("est", clone(est))]), grid, cv=3, error_score="raise")
+        search = GridSearchCV(Pipeline([("est", clone(est))]), grid, cv=2, error_score="raise")
         search.fit(X, y)
         scores = search.cv_results_["mean_test_score"]
         assert np.all(np.isfinite(scores)), f"{what}: GridSearchCV scores {scores}"
-        assert np.all(np.isfinite(cross_val_score(clone(est), X, y, cv=3))), what
+        assert np.all(np.isfinite(cross_val_score(clone(est), X, y, cv=2))), what
     elif check == "offset":
         _assert_same_outputs(base, _fit_outputs(clone(est), data, lambda X: X + _OFFSET),
                              rtol, what)
