@@ -83,6 +83,8 @@ def _write_api_reference():
         lines.append("")
     if len(lines) == 5:
         lines += ["No public estimator yet.", ""]
+    lines += ["Utilities", "---------", "", ".. currentmodule:: sklearn_cispa", ""]
+    lines += [".. autosummary::", "   :toctree: generated/", "", "   show_versions", ""]
     api = HERE / "api"
     api.mkdir(exist_ok=True)
     text = "\n".join(lines)

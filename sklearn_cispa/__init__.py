@@ -1,11 +1,19 @@
 """sklearn-cispa: scikit-learn compatible estimators for NeurIPS 2025 research methods.
 
-The methods live in one subpackage per field (``sklearn_cispa.causal``,
-``sklearn_cispa.rules``, ``sklearn_cispa.conformal``, ...). Importing the top-level
-package is cheap: subpackages are imported on first attribute access.
+Nine methods are available now, in one subpackage per field: causal mixture discovery
+and augmentation-based instrumental variables (``sklearn_cispa.causal``), NEURULES rule
+lists (``sklearn_cispa.rules``), robust conformal prediction (``sklearn_cispa.conformal``),
+MMI credal uncertainty (``sklearn_cispa.uncertainty``), MIBP poisoning certificates
+(``sklearn_cispa.certification``), and MaxSup, NanoAdam and Sign-In sparse training
+(``sklearn_cispa.neural``, with pruning at initialisation in ``sklearn_cispa.pruning``).
+Six more methods are planned. Importing the top-level package is cheap: subpackages are
+imported on first attribute access, and torch only when a method needs it.
+``sklearn_cispa.show_versions()`` prints the environment for bug reports.
 """
 
 import importlib
+
+from sklearn_cispa._show_versions import show_versions
 
 __version__ = "0.1.0.dev0"
 
@@ -22,7 +30,7 @@ _FIELD_SUBPACKAGES = (
 )
 _SUBPACKAGES = (*_FIELD_SUBPACKAGES, "report", "utils")
 
-__all__ = ["__version__", *_SUBPACKAGES]
+__all__ = ["__version__", "show_versions", *_SUBPACKAGES]
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""Test-suite configuration: hypothesis profiles and the ``gpu`` marker.
+"""Test-suite configuration: hypothesis profiles, the ``gpu`` marker, required peers.
 
 Thread limits (one BLAS and one torch thread) are set in the repository's root
 ``conftest.py`` so that they also apply to the doctests of the package.
@@ -19,6 +19,28 @@ settings.register_profile(
 )
 if os.environ.get("CI", "").lower() != "true":
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+# The external oracles that tests cross-check against. They are in the ``test`` extra, so
+# under CI (CI=true) a test that skips because one of them cannot be imported fails: an
+# oracle test that silently skips checks nothing.
+REQUIRED_PEERS_IN_CI = ("causallearn", "distributed", "ivmodels", "linearmodels", "mapie")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or os.environ.get("CI", "").lower() != "true":
+        return
+    message = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+    for peer in REQUIRED_PEERS_IN_CI:
+        if f"could not import '{peer}" in message:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{peer} is in the test extra (pyproject.toml) but could not be imported, "
+                f"so this cross-check would be skipped in CI: {message}"
+            )
 
 
 def _cuda_available():

@@ -4,14 +4,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sklearn_cispa.utils import (
-    check_in_unit_interval,
     check_min_samples,
     check_probabilities,
     check_random_generator,
+    is_available,
     optional_import,
     parallel_map,
     resolve_device,
-    seed_from_random_state,
     spawn_seeds,
     torch_generator,
     torch_rng_context,
@@ -54,9 +53,9 @@ def test_resolve_device():
 def test_seeding_is_reproducible_and_leaves_global_rng_alone():
     import torch
 
-    assert seed_from_random_state(5) == seed_from_random_state(5)
+    assert spawn_seeds(5, 1) == spawn_seeds(5, 1)
     rs = np.random.RandomState(0)
-    assert seed_from_random_state(rs) != seed_from_random_state(rs)
+    assert spawn_seeds(rs, 1) != spawn_seeds(rs, 1)
     state = torch.get_rng_state()
     with torch_rng_context(11):
         a = torch.rand(3)
@@ -106,12 +105,8 @@ def test_check_probabilities_rejects(bad, match):
         check_probabilities([[0.5, 0.5]], ndim=3)
 
 
-def test_scalar_checks():
-    assert check_in_unit_interval(1.0, name="a", closed=(False, True)) == 1.0
-    with pytest.raises(ValueError, match="a must be in"):
-        check_in_unit_interval(0.0, name="a")
-    with pytest.raises(TypeError):
-        check_in_unit_interval("0.1", name="a")
+def test_check_min_samples():
+    check_min_samples(4, 4, what="x")
     with pytest.raises(ValueError, match="needs at least 4 samples, got 2"):
         check_min_samples(2, 4, what="x")
 
@@ -121,6 +116,27 @@ def test_optional_import_message():
         optional_import("definitely_missing_pkg_xyz", purpose="A test")
     with pytest.raises(ImportError, match=r"sklearn-cispa\[bench\]"):
         optional_import("lingam.surely_missing_submodule")
+    assert is_available("numpy") and not is_available("definitely_missing_pkg_xyz")
+
+
+# ---- transitional: delete this block together with check_real, check_in_unit_interval
+# ---- and seed_from_random_state once the method branches have merged (issue 13)
+def test_seed_from_random_state_is_spawn_seeds():
+    from sklearn_cispa.utils import seed_from_random_state
+
+    assert all(seed_from_random_state(i) == spawn_seeds(i, 1)[0] for i in range(50))
+    a, b = np.random.RandomState(3), np.random.RandomState(3)
+    assert [seed_from_random_state(a) for _ in range(3)] == [spawn_seeds(b, 1)[0] for _ in range(3)]
+
+
+def test_check_in_unit_interval():
+    from sklearn_cispa.utils import check_in_unit_interval
+
+    assert check_in_unit_interval(1.0, name="a", closed=(False, True)) == 1.0
+    with pytest.raises(ValueError, match="a must be in"):
+        check_in_unit_interval(0.0, name="a")
+    with pytest.raises(TypeError):
+        check_in_unit_interval("0.1", name="a")
 
 
 @pytest.mark.parametrize(

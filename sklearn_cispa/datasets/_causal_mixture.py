@@ -173,6 +173,7 @@ def make_causal_mixture(
     return X, adjacency, sets, Z
 
 
+@validate_params({}, prefer_skip_nested_validation=True)
 def load_cmm_demo():
     """Load the causal mixture models reference demo data (6 nodes, 1000 samples).
 

@@ -12,8 +12,9 @@ _KNOWN = {
     "lingam": ("lingam", "bench"),
     "imodels": ("imodels", "bench"),
     "wittgenstein": ("wittgenstein", "bench"),
-    "mapie": ("mapie", "bench"),
+    "mapie": ("mapie", "test"),
     "ivmodels": ("ivmodels", "test"),
+    "linearmodels": ("linearmodels", "test"),
 }
 
 

@@ -5,9 +5,6 @@ torch is imported inside the functions so that importing the package stays cheap
 
 import contextlib
 
-import numpy as np
-from sklearn.utils import check_random_state
-
 _DEVICE_HELP = "Use 'cpu', 'cuda', 'cuda:<index>' or 'auto' (CUDA when available, else CPU)."
 
 
@@ -60,7 +57,10 @@ def resolve_device(device="auto"):
 
 
 def seed_from_random_state(random_state):
-    """Draw one integer seed from ``random_state`` for torch and numpy generators.
+    """Draw one integer seed from ``random_state`` (transitional; use ``spawn_seeds``).
+
+    Kept only until the call sites in the method modules are migrated: it is exactly
+    ``spawn_seeds(random_state, 1)[0]``, the package's one seeding path.
 
     Parameters
     ----------
@@ -70,17 +70,17 @@ def seed_from_random_state(random_state):
     Returns
     -------
     seed : int
-        An integer in ``[0, 2**31 - 1)``; the same ``int`` random_state always gives
-        the same seed.
+        ``spawn_seeds(random_state, 1)[0]``.
 
     Examples
     --------
-    >>> from sklearn_cispa.utils import seed_from_random_state
-    >>> seed_from_random_state(0) == seed_from_random_state(0)
+    >>> from sklearn_cispa.utils import seed_from_random_state, spawn_seeds
+    >>> seed_from_random_state(0) == spawn_seeds(0, 1)[0]
     True
     """
-    rng = check_random_state(random_state)
-    return int(rng.randint(0, np.iinfo(np.int32).max))
+    from sklearn_cispa.utils._parallel import spawn_seeds
+
+    return spawn_seeds(random_state, 1)[0]
 
 
 def torch_generator(seed, device="cpu"):
@@ -89,7 +89,7 @@ def torch_generator(seed, device="cpu"):
     Parameters
     ----------
     seed : int
-        Seed, for example from :func:`seed_from_random_state`.
+        Seed, for example ``spawn_seeds(random_state, 1)[0]``.
     device : str, default="cpu"
         Device of the generator.
 

@@ -108,7 +108,10 @@ def _bound_text(low, high, closed):
 
 
 def check_real(value, *, name, low=None, high=None, closed=(True, True)):
-    """Check that a scalar is a finite real number in a range and return it as float.
+    """Check that a scalar is a finite real number in a range (transitional).
+
+    Being removed: hyperparameters use ``_parameter_constraints`` (``Interval``),
+    public functions ``validate_params``, internal values ``sklearn.utils.check_scalar``.
 
     Parameters
     ----------
@@ -160,7 +163,9 @@ def check_real(value, *, name, low=None, high=None, closed=(True, True)):
 
 
 def check_in_unit_interval(value, *, name, closed=(False, False)):
-    """Check a scalar lies in (0, 1), with optionally closed ends, and return it as float.
+    """Check a scalar lies in (0, 1), with optionally closed ends (transitional).
+
+    Being removed with :func:`check_real`: use ``Interval(Real, 0, 1, closed=...)``.
 
     Parameters
     ----------
