@@ -16,6 +16,12 @@ def mean_sd(values):
     Returns
     -------
     mean, sd : float
+
+    Examples
+    --------
+    >>> from sklearn_cispa.report import mean_sd
+    >>> mean_sd([1.0, 2.0, 3.0])
+    (2.0, 1.0)
     """
     values = np.asarray(values, dtype=float)
     if values.size == 0:
@@ -39,6 +45,14 @@ def paired_difference(a, b):
     -------
     result : dict
         ``mean``, ``sd``, ``se``, ``n`` and ``resolved`` (bool).
+
+    Examples
+    --------
+    >>> from sklearn_cispa.report import paired_difference
+    >>> paired_difference([0.9, 0.8, 0.85], [0.7, 0.65, 0.6])["resolved"]
+    True
+    >>> paired_difference([0.9, 0.6, 0.85], [0.7, 0.85, 0.6])["resolved"]
+    False
     """
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     n = int(d.size)
