@@ -266,8 +266,9 @@ def test_benchmarks_and_examples_use_public_api():
 def test_public_report_helpers_resolve():
     import sklearn_cispa.report as report
 
-    for name in ("ncer", "FixedAugmentation", "edge_f1", "node_truth_labels", "run_ges"):
-        assert callable(getattr(report, name))
+    for name in report._HELPERS:
+        assert callable(getattr(report, name)), name
+        assert name in report.__all__ and name in dir(report)
     with pytest.raises(AttributeError):
         report.not_a_helper  # noqa: B018
 

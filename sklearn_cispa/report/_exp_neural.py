@@ -30,7 +30,8 @@ def _bars(out_dir, name, labels, per_seed, ylabel, title):
 
 
 def _word(diff, unit=""):
-    return f"{diff['mean']:+.4f} ± {diff['sd']:.4f}{unit} over {diff['n']} seeds"
+    mean = round(diff["mean"], 4) + 0.0  # no "-0.0000"
+    return f"{mean:+.4f} ± {diff['sd']:.4f}{unit} over {diff['n']} seeds"
 
 
 @register_experiment(

@@ -37,7 +37,13 @@ window.addEventListener("load", function () {
 """
 
 _VERDICT_CLASS = {True: "yes", False: "no", None: "partly"}
-_VERDICT_WORD = {True: "yes", False: "no", None: "partly / not resolvable"}
+_VERDICT_WORD = {True: "yes", False: "no", None: "not fully"}
+
+
+def _lead(verdict):
+    """The verdict's opening words ("Reproduces", "Not resolvable at this size", ...)."""
+    head = (verdict or "").split(":", 1)[0]
+    return head if len(head) <= 60 else ""
 
 
 def _e(text):
@@ -66,7 +72,7 @@ def _data_uri(path):
 def _summary_table(rows):
     head = (
         "<tr><th>method</th><th>metric</th><th>measured</th><th>peer</th>"
-        "<th>peer value</th><th>runs</th><th>claim reproduced</th><th>time (s)</th></tr>"
+        "<th>peer value</th><th>runs</th><th>claim reproduced</th><th>wall (s)</th></tr>"
     )
     body = []
     for row in rows:
@@ -83,7 +89,7 @@ def _summary_table(rows):
             f"<td>{_e(row['peer'])}</td>"
             f'<td class="num">{_num(row["peer value"], row.get("peer sd", float("nan")))}</td>'
             f'<td class="num">{_e(row.get("runs", ""))}</td>'
-            f'<td class="{cls}">{_e(word)}</td>'
+            f'<td class="{cls}">{_e(word)}<br><small>{_e(_lead(row.get("verdict")))}</small></td>'
             f'<td class="num">{row["time (s)"]:.1f}</td></tr>'
         )
     return f'<table class="summary">{head}{"".join(body)}</table>'
@@ -104,7 +110,7 @@ def _section(row):
         ("Verdict", row.get("verdict") or "(no verdict)"),
         ("Settings", row.get("settings") or ""),
         ("Details", row.get("details") or ""),
-        ("Wall time", f"{row['time (s)']:.1f} s"),
+        ("Time", f"{row['time (s)']:.1f} s wall, {row.get('cpu (s)', float('nan')):.1f} s CPU"),
     ]
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
     figures = []
