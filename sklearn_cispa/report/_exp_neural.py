@@ -71,7 +71,7 @@ def run_maxsup(*, quick, out_dir, random_state):
         verdict, reproduced = "Reproduces: MaxSup above LS by " + _word(ms_ls) + ".", True
     else:
         verdict = (
-            f"The accuracy gain over label smoothing is not resolvable at this size: MaxSup - "
+            f"Not resolvable at this size: the accuracy gain over label smoothing is MaxSup - "
             f"LS = {_word(ms_ls)} (the spec expects MaxSup ~ LS on digits, where training "
             f"error is near 0). LS - CE = {_word(ls_ce)}. What does reproduce: both cut the "
             f"confidence on test errors (MaxSup/CE = {conf_ratio:.2f})."
@@ -215,11 +215,15 @@ def run_sign_in(*, quick, out_dir, random_state):
     if diff["resolved"] and diff["mean"] > 0:
         verdict, reproduced = "Reproduces: Sign-In - plain = " + _word(diff) + ".", True
     else:
+        lead = (
+            "Does not reproduce at this size (resolved, in the wrong direction)"
+            if diff["resolved"]
+            else "Not resolvable at this size"
+        )
         verdict = (
-            f"Does not reproduce at this size: Sign-In - plain = {_word(diff)} "
-            f"({'resolved, in the wrong direction' if diff['resolved'] else 'not resolved'}); "
-            "the spec found the gain unresolvable on digits too (the paper's gains are "
-            "+0.25 to +1.6 points on CIFAR/ImageNet networks)."
+            f"{lead}: Sign-In - plain = {_word(diff)}; the spec found the gain unresolvable "
+            "on digits too (the paper's gains are +0.25 to +1.6 points on CIFAR/ImageNet "
+            "networks)."
         )
         reproduced = False if diff["resolved"] else None
     return ExperimentResult(
