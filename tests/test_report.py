@@ -368,3 +368,19 @@ def test_quick_report_end_to_end(tmp_path):
         assert row["peer value"] == row["peer value"], row["name"]  # not nan
         assert not re.search(r"\bnan\b", row["details"]), row["name"]
     check_page_in_browser(out / "report.html", sorted(EXPECTED_ROWS), tmp_path)
+
+
+def test_row_listing_reads_literals_without_importing(tmp_path):
+    (tmp_path / "_exp_a.py").write_text(
+        "import this_module_does_not_exist\n"
+        "@register_experiment('a', title='A', description='d', claim='c' 'd')\n"
+        "def run(*, quick, out_dir, random_state):\n"
+        "    pass\n"
+    )
+    rows = list_rows(tmp_path)
+    assert list(rows) == ["a"] and rows["a"].claim == "cd"
+    (tmp_path / "_exp_b.py").write_text(
+        "TITLE = 'B'\n@register_experiment('b', title=TITLE)\ndef run(**kw):\n    pass\n"
+    )
+    with pytest.raises(ValueError, match="must be literals"):
+        list_rows(tmp_path)
