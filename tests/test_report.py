@@ -102,6 +102,10 @@ def test_report_failure_is_reported_and_exit_code_nonzero(registry, tmp_path, ca
     assert "RuntimeError: exploded" in captured.out
     assert "OkMethod" in captured.out
     assert "RuntimeError: exploded" in (tmp_path / "report.html").read_text()
+    # strict JSON: the failed row's nan values are null
+    text = (tmp_path / "report.json").read_text()
+    rows = json.loads(text, parse_constant=pytest.fail)["rows"]
+    assert [r["value"] for r in rows if r["name"] == "boom"] == [None]
 
 
 def test_report_only_and_help(registry, tmp_path, capsys):
@@ -365,7 +369,7 @@ def test_quick_report_end_to_end(tmp_path):
         assert row["runs"] >= 3, row["name"]  # a spread, not one run
         assert row["figures"], row["name"]
         # no peer is named that did not run
-        assert row["peer value"] == row["peer value"], row["name"]  # not nan
+        assert row["peer value"] is not None, row["name"]  # not nan (null in JSON)
         assert not re.search(r"\bnan\b", row["details"]), row["name"]
     check_page_in_browser(out / "report.html", sorted(EXPECTED_ROWS), tmp_path)
 

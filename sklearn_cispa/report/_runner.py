@@ -389,12 +389,16 @@ def _write_outputs(rows, out, *, meta):
             writer.writerow(
                 [";".join(row.get(f, [])) if f == "figures" else row.get(f, "") for f in FIELDS]
             )
+
+    def plain(value):  # strict JSON: nan -> null
+        return None if isinstance(value, float) and math.isnan(value) else value
+
     payload = {
         "meta": meta,
-        "rows": [{k: v for k, v in row.items()} for row in rows],
+        "rows": [{k: plain(v) for k, v in row.items()} for row in rows],
     }
     (out / "report.json").write_text(
-        json.dumps(payload, indent=2, default=str, allow_nan=True), encoding="utf-8"
+        json.dumps(payload, indent=2, default=str, allow_nan=False), encoding="utf-8"
     )
     page = render_html(
         rows,
