@@ -32,7 +32,7 @@ from sklearn_cispa.neural import MLPNetClassifier
 
 # the continual-learning and sparse-training loops are plain torch; they live in a
 # small helper module of the library so that the benchmarks run the same code
-from sklearn_cispa.report._neural_experiments import sign_in_comparison, split_digits
+from sklearn_cispa.report import sign_in_comparison, split_digits
 
 torch.set_num_threads(1)
 

@@ -29,7 +29,7 @@ from sklearn_cispa.causal import (
     GaussianNoiseAugmentation,
 )
 from sklearn_cispa.datasets import make_confounded_linear
-from sklearn_cispa.report._aiv_eval import FixedAugmentation, ncer
+from sklearn_cispa.report import FixedAugmentation, ncer
 
 from ._common import SEED, require
 

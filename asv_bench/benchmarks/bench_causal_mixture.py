@@ -52,10 +52,10 @@ class GeneratedGraphs:
     def setup_cache(self):
         from sklearn.metrics import adjusted_mutual_info_score as ami
 
-        from sklearn_cispa.datasets._causal_mixture import node_truth_labels
-        from sklearn_cispa.report._cmm_eval import (
+        from sklearn_cispa.report import (
             edge_f1,
             gmm_node_labels,
+            node_truth_labels,
             run_ges,
             run_lingam,
             run_pc,
@@ -140,19 +140,19 @@ class FitTime:
 
     def time_fit_ges(self, n_nodes):
         require("causallearn")
-        from sklearn_cispa.report._cmm_eval import run_ges
+        from sklearn_cispa.report import run_ges
 
         run_ges(self.X)
 
     def time_fit_pc(self, n_nodes):
         require("causallearn")
-        from sklearn_cispa.report._cmm_eval import run_pc
+        from sklearn_cispa.report import run_pc
 
         run_pc(self.X)
 
     def time_fit_directlingam(self, n_nodes):
         require("lingam")
-        from sklearn_cispa.report._cmm_eval import run_lingam
+        from sklearn_cispa.report import run_lingam
 
         run_lingam(self.X)
 
@@ -209,20 +209,20 @@ class GoldenDemo:
 
     def track_f1_cmm(self):
         from sklearn_cispa.causal import CausalMixtureDiscoverer
-        from sklearn_cispa.report._cmm_eval import edge_f1
+        from sklearn_cispa.report import edge_f1
 
         est = CausalMixtureDiscoverer(random_state=SEED).fit(self.X)
         return edge_f1(est.adjacency_, self.adj)
 
     def track_f1_ges(self):
         require("causallearn")
-        from sklearn_cispa.report._cmm_eval import edge_f1, run_ges
+        from sklearn_cispa.report import edge_f1, run_ges
 
         return edge_f1(run_ges(self.X), self.adj)
 
     def track_f1_directlingam(self):
         require("lingam")
-        from sklearn_cispa.report._cmm_eval import edge_f1, run_lingam
+        from sklearn_cispa.report import edge_f1, run_lingam
 
         return edge_f1(run_lingam(self.X, SEED), self.adj)
 

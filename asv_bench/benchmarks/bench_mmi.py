@@ -93,7 +93,7 @@ class DigitsSelectivePrediction:
     timeout = 300
 
     def setup_cache(self):
-        from sklearn_cispa.report._exp_mmi import digits_selective_prediction
+        from sklearn_cispa.report import digits_selective_prediction
 
         curves = digits_selective_prediction(SEED)
         return {k: auc for k, (_, _, auc) in curves.items()}

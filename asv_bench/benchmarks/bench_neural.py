@@ -21,7 +21,7 @@ class MaxSupDigits:
 
     def setup_cache(self):
         limit_torch_threads(1)
-        from sklearn_cispa.report._neural_experiments import loss_comparison
+        from sklearn_cispa.report import loss_comparison
 
         return loss_comparison(SEED, hidden=(128,), max_epochs=15)
 
@@ -44,7 +44,7 @@ class MaxSupHardProblem:
 
     def setup_cache(self):
         limit_torch_threads(1)
-        from sklearn_cispa.report._neural_experiments import hard_problem_split, loss_comparison
+        from sklearn_cispa.report import hard_problem_split, loss_comparison
 
         return loss_comparison(SEED, hidden=(128,), max_epochs=20,
                                data=hard_problem_split(SEED))
@@ -136,7 +136,7 @@ class SplitDigits:
 
     def setup_cache(self):
         limit_torch_threads(1)
-        from sklearn_cispa.report._neural_experiments import split_digits
+        from sklearn_cispa.report import split_digits
 
         return split_digits(
             {
@@ -236,7 +236,7 @@ class SignInDigits:
 
     def setup_cache(self):
         limit_torch_threads(1)
-        from sklearn_cispa.report._neural_experiments import pai_early_loss, sign_in_comparison
+        from sklearn_cispa.report import pai_early_loss, sign_in_comparison
 
         res = sign_in_comparison(SEED, sparsity=0.9, epochs=15)
         res["pai"] = pai_early_loss(("random", "snip", "synflow"), keep=0.2,
@@ -264,7 +264,7 @@ class MaskStructure:
 
     def setup_cache(self):
         limit_torch_threads(1)
-        from sklearn_cispa.report._neural_experiments import mask_structure
+        from sklearn_cispa.report import mask_structure
 
         return {n: mask_structure(width=n, random_state=SEED) for n in (100, 500, 1000)}
 

@@ -3,7 +3,13 @@
 This layer sits above the method fields: it imports their public API, and no field
 imports it. Each method's report row is one module ``sklearn_cispa/report/_exp_<method>.py``
 holding a function decorated with :func:`register_experiment`.
+
+The evaluation helpers that benchmarks and examples share with the rows (edge F1, nCER,
+the neural experiments, ...) are public here and imported on first access, so that
+importing this package (as ``--help`` does) imports neither numpy, torch nor a field.
 """
+
+import importlib
 
 from sklearn_cispa.report._runner import (
     ExperimentResult,
@@ -14,6 +20,38 @@ from sklearn_cispa.report._runner import (
     save_figure,
 )
 
+# public helper -> private module holding it (imported lazily)
+_HELPERS = {
+    # AugmentedIVRegressor
+    "ncer": "_aiv_eval",
+    "FixedAugmentation": "_aiv_eval",
+    # CausalMixtureDiscoverer
+    "edge_counts": "_cmm_eval",
+    "edge_f1": "_cmm_eval",
+    "shd": "_cmm_eval",
+    "cpdag_to_adjacency": "_cmm_eval",
+    "node_truth_labels": "_cmm_eval",
+    "run_ges": "_cmm_eval",
+    "run_pc": "_cmm_eval",
+    "run_lingam": "_cmm_eval",
+    "gmm_node_labels": "_cmm_eval",
+    # MMIUncertainty
+    "uncertainty_scores": "_exp_mmi",
+    "digits_selective_prediction": "_exp_mmi",
+    # neural field (imports torch)
+    "digits_split": "_neural_experiments",
+    "hard_problem_split": "_neural_experiments",
+    "calibration_metrics": "_neural_experiments",
+    "loss_comparison": "_neural_experiments",
+    "split_digits": "_neural_experiments",
+    "sign_in_comparison": "_neural_experiments",
+    "pai_early_loss": "_neural_experiments",
+    "mask_structure": "_neural_experiments",
+    # seed-to-seed statistics of the rows
+    "mean_sd": "_stats",
+    "paired_difference": "_stats",
+}
+
 __all__ = [
     "ExperimentResult",
     "discover_experiments",
@@ -21,4 +59,16 @@ __all__ = [
     "main",
     "register_experiment",
     "save_figure",
+    *sorted(_HELPERS),
 ]
+
+
+def __getattr__(name):
+    if name in _HELPERS:
+        module = importlib.import_module(f"{__name__}.{_HELPERS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HELPERS))

@@ -1,8 +1,10 @@
 """Evaluation helpers of the causal mixture experiments (report row, benchmark, example).
 
-Graph metrics on N x N adjacency matrices (``A[i, j] == 1`` iff ``i -> j``) and thin
-adapters to the peers (causal-learn GES / PC, lingam DirectLiNGAM, scikit-learn
-GaussianMixture), which are optional: the caller imports them first.
+Graph metrics on N x N adjacency matrices (``A[i, j] == 1`` iff ``i -> j``), the
+"observed truth" grouping of a node, and thin adapters to the peers (causal-learn GES, PC
+and DirectLiNGAM, scikit-learn GaussianMixture). causal-learn comes with the ``report``
+extra; DirectLiNGAM is causal-learn's implementation, because the ``lingam`` package pins
+an old scipy.
 """
 
 import numpy as np
@@ -65,11 +67,49 @@ def run_pc(X, alpha=0.05):
 
 
 def run_lingam(X, random_state=0):
-    """lingam DirectLiNGAM; its ``adjacency_matrix_[i, j] != 0`` means ``j -> i``."""
-    import lingam
+    """DirectLiNGAM (causal-learn's implementation); returns the adjacency.
 
-    model = lingam.DirectLiNGAM(random_state=random_state).fit(X)
+    Its ``adjacency_matrix_[i, j] != 0`` means ``j -> i``, hence the transpose.
+    """
+    from causallearn.search.FCMBased.lingam import DirectLiNGAM
+
+    model = DirectLiNGAM(random_state=random_state).fit(X)
     return (np.abs(model.adjacency_matrix_) > 0).T.astype(np.int64)
+
+
+def node_truth_labels(node, estimated_parents, adjacency, mixing_sets, mixing_labels):
+    """The reference's "observed truth" grouping of one node, for per-node ARI/AMI.
+
+    The joint of the node's own mixing labels with those of its true parents that are
+    missing from the estimated parent set (all zeros when none of them is mixed).
+
+    Parameters
+    ----------
+    node : int
+        The node.
+    estimated_parents : array-like of int
+        Its parents in the estimated graph.
+    adjacency : ndarray of shape (N, N)
+        The true graph, ``adjacency[i, j] != 0`` iff ``i -> j``.
+    mixing_sets : list of set of int
+        The true mixing sets (nodes sharing one latent variable).
+    mixing_labels : ndarray of shape (n_samples, len(mixing_sets))
+        The latent variables' labels.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,)
+    """
+    mixing_labels = np.asarray(mixing_labels)
+    set_of = {int(j): m for m, members in enumerate(mixing_sets) for j in members}
+    columns = [set_of[node]] if node in set_of else []
+    true_parents = {int(p) for p in np.flatnonzero(np.asarray(adjacency)[:, node])}
+    missing = true_parents - {int(p) for p in estimated_parents}
+    columns += [set_of[p] for p in sorted(missing) if p in set_of]
+    if not columns:
+        return np.zeros(mixing_labels.shape[0], dtype=np.int64)
+    _, labels = np.unique(mixing_labels[:, columns], axis=0, return_inverse=True)
+    return labels.ravel().astype(np.int64)
 
 
 def gmm_node_labels(X, node, parents, max_components=5, random_state=0):

@@ -3,18 +3,24 @@
 import numpy as np
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report._stats import mean_sd, paired_difference
 
 
 @register_experiment(
     "neurules",
     title="NeurulesClassifier",
     description="breast cancer, KFold(5, shuffle, 42): accuracy and rules vs CART",
+    claim=(
+        "NeuRules consistently outperforms combinatorial and neural rule-list baselines "
+        "(paper abstract; per-data-set numbers not available). Spec re-implementation, breast "
+        "cancer, 10 rule slots, 5 folds: accuracy 0.949 +- 0.015 vs CART(10 leaves) 0.940."
+    ),
 )
 def run(*, quick, out_dir, random_state):
     """Fit NeuRules (10 rule slots) and CART (10 leaves) on the same breast-cancer folds.
 
-    ``quick`` uses the first fold only (about 5 s on one core); the full row uses all
-    five folds of the spec's protocol.
+    Both sizes run the spec's five folds (about 4 s a fold on one core): fewer folds
+    give no spread at all.
     """
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import KFold
@@ -24,8 +30,6 @@ def run(*, quick, out_dir, random_state):
 
     X, y = load_breast_cancer(return_X_y=True)
     folds = list(KFold(5, shuffle=True, random_state=42).split(X))
-    if quick:
-        folds = folds[:1]
     acc, cart_acc, n_rules, n_conditions, cart_leaves = [], [], [], [], []
     for train, test in folds:
         clf = NeurulesClassifier(n_rules=10, random_state=random_state)
@@ -51,14 +55,37 @@ def run(*, quick, out_dir, random_state):
         ax.legend(loc="lower right")
         figures = save_figure(fig, out_dir, "neurules_breast_cancer.png")
 
+    diff = paired_difference(acc, cart_acc)
+    parts = f"NeuRules - CART = {diff['mean']:+.4f} ± {diff['sd']:.4f} over {len(folds)} folds"
+    if diff["resolved"] and diff["mean"] > 0:
+        verdict, reproduced = f"Reproduces: {parts}, beyond the fold-to-fold spread.", True
+    elif diff["resolved"]:
+        verdict, reproduced = f"Does not reproduce: CART is better here ({parts}).", False
+    else:
+        verdict = (
+            f"Not resolvable at this size: {parts}; the fold-to-fold spread is larger than "
+            "the gap (the spec's re-implementation saw the same: 0.949 vs 0.940). NeuRules is "
+            "on par with CART of the same size, not measurably better."
+        )
+        reproduced = None
+    ours, peer = mean_sd(acc), mean_sd(cart_acc)
     return ExperimentResult(
-        metric=f"accuracy ({len(folds)}-fold mean)",
-        value=float(np.mean(acc)),
+        metric="accuracy (5-fold mean)",
+        value=ours[0],
+        value_sd=ours[1],
         peer="DecisionTreeClassifier(max_leaf_nodes=10)",
-        peer_value=float(np.mean(cart_acc)),
+        peer_value=peer[0],
+        peer_sd=peer[1],
+        n_runs=len(folds),
+        settings=(
+            "load_breast_cancer, KFold(5, shuffle=True, random_state=42), "
+            "NeurulesClassifier(n_rules=10) defaults; CART with 10 leaves on the same folds"
+        ),
         details=(
             f"rules {np.mean(n_rules):.1f} + default, conditions {np.mean(n_conditions):.1f}; "
             f"CART leaves {np.mean(cart_leaves):.1f}"
         ),
+        verdict=verdict,
+        reproduced=reproduced,
         figures=figures,
     )

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report._stats import mean_sd, paired_difference
 from sklearn_cispa.utils import parallel_map, spawn_seeds
 
 ALPHA, SIGMA, RADIUS = 0.1, 0.25, 0.12
@@ -48,6 +49,12 @@ def _one_split(model, X, y, tr, rest, split_key, seed):
     "rcp1",
     title="RCP1Conformal",
     description="digits, EOT-PGD-l2 attack at r=0.12: attacked coverage vs vanilla CP and BinCP",
+    claim=(
+        "One noisy forward pass gives sets that keep coverage under attack, smaller than those "
+        "of smoothing methods using about 100 passes (paper). Spec, digits re-implementation "
+        "at r=0.12, 20 splits: RCP1 attacked coverage 0.94 (worst split 0.903), size 1.50; "
+        "vanilla CP 0.84; checks: RCP1 >= 0.89, vanilla < 0.87."
+    ),
 )
 def run(*, quick, out_dir, random_state):
     from sklearn.datasets import load_digits
@@ -60,11 +67,12 @@ def run(*, quick, out_dir, random_state):
     rng = np.random.default_rng(random_state)
     perm = rng.permutation(len(y))
     tr, rest = perm[:718], perm[718:]
-    n_splits = 3 if quick else 20
+    n_splits = 5 if quick else 20
+    n_copies = 10 if quick else 20
     base = RCP1Conformal(
         LogisticRegression(max_iter=1000),
         sigma=SIGMA,
-        noise_augmentation=10 if quick else 20,
+        noise_augmentation=n_copies,
         random_state=random_state,
     ).fit(X[tr], y[tr])
     model = base.estimator_
@@ -85,17 +93,47 @@ def run(*, quick, out_dir, random_state):
         for i, m in enumerate(names):
             ax.text(i, 0.52, f"size {mean[m]['size']:.2f}", ha="center", fontsize=8)
         figures = save_figure(fig, out_dir, "rcp1_attacked_coverage.png")
-    details = (
-        f"r={RADIUS}, sigma={SIGMA}, alpha={ALPHA}, {n_splits} splits, EOT-PGD 30x8; "
-        f"set size RCP1 {mean['rcp1']['size']:.2f} (1 pass) vs vanilla "
-        f"{mean['vanilla']['size']:.2f}; BinCP(N=100) cov {mean['bincp']['cov']:.3f} "
-        f"size {mean['bincp']['size']:.2f}; worst-split RCP1 cov {min(res['rcp1']['cov']):.3f}"
+    cov_rcp1, cov_van = mean_sd(res["rcp1"]["cov"]), mean_sd(res["vanilla"]["cov"])
+    size_vs_bin = paired_difference(res["rcp1"]["size"], res["bincp"]["size"])
+    covered = cov_rcp1[0] >= 0.89 and min(res["rcp1"]["cov"]) >= 1 - ALPHA - 0.02
+    bites = paired_difference(res["vanilla"]["cov"], res["rcp1"]["cov"])
+    attack_ok = cov_van[0] < 0.87 and bites["resolved"] and bites["mean"] < 0
+    size_word = (
+        f"RCP1 - BinCP(N=100) set size = {size_vs_bin['mean']:+.2f} ± {size_vs_bin['sd']:.2f} "
+        f"({'resolved' if size_vs_bin['resolved'] else 'not resolved'})"
     )
+    if covered and attack_ok:
+        verdict = (
+            f"Reproduces: the attack drops vanilla CP to {cov_van[0]:.3f}, RCP1 keeps "
+            f"{cov_rcp1[0]:.3f} (worst split {min(res['rcp1']['cov']):.3f}) with one pass. "
+            f"On set size, the paper's 'smaller than smoothing': {size_word}."
+        )
+        reproduced = True
+    else:
+        verdict = (
+            f"Does not reproduce at this size: RCP1 attacked coverage {cov_rcp1[0]:.3f} "
+            f"(worst {min(res['rcp1']['cov']):.3f}), vanilla {cov_van[0]:.3f}; {size_word}."
+        )
+        reproduced = False
     return ExperimentResult(
         metric="attacked coverage",
-        value=mean["rcp1"]["cov"],
+        value=cov_rcp1[0],
+        value_sd=cov_rcp1[1],
         peer="vanilla split CP",
-        peer_value=mean["vanilla"]["cov"],
-        details=details,
+        peer_value=cov_van[0],
+        peer_sd=cov_van[1],
+        n_runs=n_splits,
+        settings=(
+            f"load_digits / 16, LogisticRegression on {n_copies} noisy copies (sigma={SIGMA}); "
+            f"718 train, 400 calibration, the rest attacked by EOT-PGD-l2 (30 steps x 8 draws, "
+            f"r={RADIUS}); alpha={ALPHA}; {n_splits} random calibration/test splits"
+        ),
+        details=(
+            f"set size RCP1 {mean['rcp1']['size']:.2f} (1 pass) vs vanilla "
+            f"{mean['vanilla']['size']:.2f}; BinCP(N=100 passes) coverage "
+            f"{mean['bincp']['cov']:.3f}, size {mean['bincp']['size']:.2f}"
+        ),
+        verdict=verdict,
+        reproduced=reproduced,
         figures=figures,
     )

@@ -13,10 +13,14 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils import prune
 
-from sklearn_cispa.neural._mlp import MLPNetClassifier
-from sklearn_cispa.neural._nanoadam import NanoAdam
-from sklearn_cispa.neural._sign_in import apply_sign_in, merge_sign_in, reset_sign_in
-from sklearn_cispa.pruning._prune_at_init import prune_at_init
+from sklearn_cispa.neural import (
+    MLPNetClassifier,
+    NanoAdam,
+    apply_sign_in,
+    merge_sign_in,
+    reset_sign_in,
+)
+from sklearn_cispa.pruning import prune_at_init
 from sklearn_cispa.utils import torch_generator, torch_rng_context
 
 LOSSES = ("cross_entropy", "label_smoothing", "maxsup")
