@@ -17,7 +17,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_cispa.causal._mixture_regression import fit_mixture_bic, posterior, with_intercept
+from sklearn_cispa.causal._mixture_regression import (
+    fit_mixture_bic,
+    k_range_bic,
+    posterior,
+    with_intercept,
+)
 from sklearn_cispa.utils import optional_import, parallel_map, spawn_seeds
 
 # --------------------------------------------------------------------------------------
@@ -32,12 +37,14 @@ def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed):
     decreasing weight), all zeros when k == 1.
     """
     parents = tuple(sorted(parents))
-    Z = with_intercept(X[:, list(parents)])
+    Xp = X[:, list(parents)]
     y = X[:, node]
     entropy = (int(seed), int(node), len(parents), *(int(p) for p in parents))
+    k_range = k_range_bic(len(y), len(parents), max_components)
     fit, _ = fit_mixture_bic(
-        Z, y, max_components=max_components, n_init=n_init, max_iter=max_iter, entropy=entropy
+        Xp, y, k_range=k_range, n_init=n_init, max_iter=max_iter, entropy=entropy
     )
+    Z = with_intercept(Xp)
     k = int(fit["k"])
     if k > 1:
         labels = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
@@ -437,6 +444,11 @@ class CausalMixtureDiscoverer(BaseEstimator):
     single-mechanism (Gaussian) BIC is score equivalent, so two unmixed nodes tie exactly
     in theory, and without the tolerance rounding noise would break the tie at random.
 
+    Units: the columns of X are centred and scaled internally before the search, so the
+    graph, the orders, the groups and the mixing sets do not change under per-column
+    offsets and rescaling (tested from 1e-6 to 1e6); ``scores_`` are reported in the
+    caller's units (they move by ``2 n log(scale_j)`` per node).
+
     Quirks of the reference code kept on purpose (the golden demo result depends on
     them): the backward step removes the parent of *smallest* positive gain, never removes
     the last parent and stops after ``ceil(L/2)`` removals; the final pruning compares the
@@ -449,7 +461,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
     covariate; memo keys are parent *sets* and each fit is seeded from its key; with
     ``search="ges"`` each node's mixture is fitted on its parents plus undirected
     neighbours (the reference uses all skeleton neighbours, children included) and no
-    pruning is done. X is not standardised. A node counts as mixed when its selected fit
+    pruning is done. A node counts as mixed when its selected fit
     keeps more than one component (the reference tests for more than one distinct
     label). The search needs O(n_features^3) local scores; the final pruning is
     exponential in the in-degree (memoised).
@@ -540,9 +552,14 @@ class CausalMixtureDiscoverer(BaseEstimator):
                 f"Column(s) {constant.tolist()} of X are constant; a constant node has no "
                 "mechanism to learn. Drop them first."
             )
+        # Work on standardised columns: every score then changes by a per-node constant
+        # under per-column offsets and rescaling, which leaves all comparisons (and the
+        # tie tolerance) unchanged, so the result does not depend on the units.
+        x_sd = X.std(axis=0)
+        Xs = (X - X.mean(axis=0)) / x_sd
         (seed,) = spawn_seeds(self.random_state, 1)
         cache = _ScoreCache(
-            X,
+            Xs,
             max_components=self.max_components,
             n_init=self.n_init,
             max_iter=self.max_iter,
@@ -555,12 +572,13 @@ class CausalMixtureDiscoverer(BaseEstimator):
             for j, pa in parents.items():
                 adjacency[pa, j] = 1
         else:
-            adjacency, parents, order = _ges_search(cache, X)
+            adjacency, parents, order = _ges_search(cache, Xs)
         cache.ensure([(j, parents[j]) for j in range(n_nodes)])
         fits = [cache.fit(j, parents[j]) for j in range(n_nodes)]
         self.adjacency_ = adjacency
         self.causal_order_ = np.asarray(order, dtype=np.int64)
-        self.scores_ = np.array([f[0] for f in fits])
+        # BIC in the caller's units: the Jacobian of the standardisation is n log(sd)
+        self.scores_ = np.array([f[0] for f in fits]) + 2.0 * n * np.log(x_sd)
         self.n_components_ = np.array([f[1] for f in fits], dtype=np.int64)
         self.labels_ = np.column_stack([f[2] for f in fits]).astype(np.int64)
         self.mixing_sets_ = _mixing_sets(self.labels_, self.n_components_, self.mi_threshold)

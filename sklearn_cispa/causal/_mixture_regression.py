@@ -153,25 +153,71 @@ def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
     return fit
 
 
-def fit_mixture_bic(Z, y, *, max_components, n_init, max_iter, entropy):
-    """Fit k = 1..max_components and keep the fit of minimum BIC (ties: smallest k).
+def _standardise(X, y):
+    """Centre and scale the regressors and the target (constant columns keep scale 1).
 
-    Returns the best fit (a dict with ``B``, ``s2``, ``pi``, ``ll``, ``bic``, ``k``)
-    and the BIC of every k tried (NaN for k not affordable with the rows given).
+    Every fit runs on standardised data, so that the result is equivariant under
+    per-column offsets and rescaling of X and y (the weighted least squares, the ridge
+    and the variance floor then see data of unit scale whatever the caller's units).
     """
-    n, d = Z.shape
-    var_floor = VAR_FLOOR * max(float(np.var(y)), np.finfo(float).tiny)
-    k_max = max(1, _max_affordable_k(n, d - 1, max_components))
-    bics = np.full(max_components, np.nan)
+    x_mean = X.mean(axis=0)
+    x_sd = X.std(axis=0)
+    x_sd[~(x_sd > 0)] = 1.0
+    y_mean = float(np.mean(y))
+    y_sd = float(np.std(y))
+    if not y_sd > 0:
+        y_sd = 1.0
+    Xs = (X - x_mean) / x_sd
+    ys = (y - y_mean) / y_sd
+    return Xs, ys, (x_mean, x_sd, y_mean, y_sd)
+
+
+def _unstandardise(fit, stats, n):
+    """Map a fit on standardised data back to the caller's units.
+
+    Coefficients and intercepts transform linearly; ``sigma`` scales with ``y``; the
+    log-likelihood of the original data differs by the Jacobian ``-n log(sd_y)``.
+    """
+    x_mean, x_sd, y_mean, y_sd = stats
+    B = fit["B"]
+    coef = B[:, 1:] * (y_sd / x_sd)[None, :]
+    intercept = y_mean + y_sd * B[:, 0] - coef @ x_mean
+    ll = fit["ll"] - n * np.log(y_sd)
+    out = {**fit, "B": np.hstack([intercept[:, None], coef]), "s2": fit["s2"] * y_sd**2}
+    out["ll"] = ll
+    out["bic"] = fit["bic"] - 2.0 * (ll - fit["ll"])
+    return out
+
+
+def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy):
+    """Fit every k of ``k_range`` and keep the fit of minimum BIC (ties: smallest k).
+
+    ``X`` holds the regressors without the intercept column (it may have no columns).
+    The fits run on standardised data (:func:`_standardise`), and the returned fit is in
+    the caller's units: a dict with ``B`` (intercept first), ``s2``, ``pi``, ``ll``,
+    ``bic``, ``k``, ``n_iter``. Also returns the BIC of every k tried, in the caller's
+    units (NaN for k not tried).
+    """
+    n, p = X.shape
+    Xs, ys, stats = _standardise(X, y)
+    Z = with_intercept(Xs)
+    var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
+    bics = np.full(max(k_range), np.nan)
     best = None
-    for k in range(1, k_max + 1):
+    for k in k_range:
         fit = fit_mixture_k(
-            Z, y, k, n_init=n_init, max_iter=max_iter, entropy=entropy, var_floor=var_floor
+            Z, ys, k, n_init=n_init, max_iter=max_iter, entropy=entropy, var_floor=var_floor
         )
         bics[k - 1] = fit["bic"]
         if best is None or fit["bic"] < best["bic"]:
             best = fit
-    return best, bics
+    best = _unstandardise(best, stats, n)
+    return best, bics + 2.0 * n * np.log(stats[3])
+
+
+def k_range_bic(n_samples, n_features, max_components):
+    """k = 1..max_components, without the k that the rows cannot afford."""
+    return range(1, max(1, _max_affordable_k(n_samples, n_features, max_components)) + 1)
 
 
 def posterior(Z, y, B, s2, pi):
@@ -259,6 +305,11 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
     are solved through the normal equations with a negligible relative ridge (1e-10), not a
     QR decomposition.
 
+    Units: every fit runs on internally centred and scaled X and y and is mapped back,
+    so the fitted model is equivariant under per-column offsets and rescaling of X and
+    of y (tested from 1e-6 to 1e6 and offsets up to 1e6); the BIC then moves by the
+    Jacobian ``2 n log(scale_y)``.
+
     References
     ----------
     .. [1] S. Mameche, J. Kalofolias, J. Vreeken. "Causal Mixture Models:
@@ -319,7 +370,6 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         n, p = X.shape
         if np.ptp(y) == 0:
             raise ValueError("y is constant: a mixture of regressions needs a varying target.")
-        Z = with_intercept(X)
         (seed,) = spawn_seeds(self.random_state, 1)
         entropy = (seed,)
         if self.n_components == "bic":
@@ -328,14 +378,7 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
                     f"A mixture of linear regressions with {p} features needs at least "
                     f"{p + 2} samples (n_features + 2), got {n}."
                 )
-            fit, bics = fit_mixture_bic(
-                Z,
-                y,
-                max_components=self.max_components,
-                n_init=self.n_init,
-                max_iter=self.max_iter,
-                entropy=entropy,
-            )
+            k_range = k_range_bic(n, p, self.max_components)
         else:
             k = int(self.n_components)
             need = k * (p + 2)
@@ -344,18 +387,13 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
                     f"n_components={k} with {p} features needs at least {need} samples "
                     f"(n_components * (n_features + 2)), got {n}."
                 )
-            var_floor = VAR_FLOOR * float(np.var(y))
-            fit = fit_mixture_k(
-                Z,
-                y,
-                k,
-                n_init=self.n_init,
-                max_iter=self.max_iter,
-                entropy=entropy,
-                var_floor=var_floor,
-            )
-            bics = np.full(max(k, self.max_components), np.nan)
-            bics[k - 1] = fit["bic"]
+            k_range = [k]
+        fit, bics = fit_mixture_bic(
+            X, y, k_range=k_range, n_init=self.n_init, max_iter=self.max_iter, entropy=entropy
+        )
+        if len(bics) < self.max_components:
+            bics = np.concatenate([bics, np.full(self.max_components - len(bics), np.nan)])
+        Z = with_intercept(X)
         self.n_components_ = int(fit["k"])
         self.intercept_ = fit["B"][:, 0].copy()
         self.coef_ = fit["B"][:, 1:].copy()
