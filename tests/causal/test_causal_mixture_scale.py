@@ -63,8 +63,9 @@ def test_two_group_fit_is_equivariant_in_x_and_y():
     mix = MixtureOfLinearRegressions(random_state=0).fit(x * a + b, y * c + d)
     np.testing.assert_array_equal(mix.labels_, ref.labels_)
     np.testing.assert_allclose(mix.coef_ * a / c, ref.coef_, rtol=1e-6)
-    np.testing.assert_allclose((mix.intercept_ - d + mix.coef_[:, 0] * b) / c, ref.intercept_,
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        (mix.intercept_ - d + mix.coef_[:, 0] * b) / c, ref.intercept_, rtol=1e-6, atol=1e-8
+    )
     np.testing.assert_allclose(mix.sigma_ / c, ref.sigma_, rtol=1e-6)
     np.testing.assert_allclose(mix.weights_, ref.weights_, rtol=1e-6)
     # the BIC changes by the Jacobian 2 n log(c) of the rescaled target
@@ -142,5 +143,9 @@ def test_mixture_equivariant_under_units(seed, log_a, log_c, offset):
     np.testing.assert_array_equal(mix.labels_, ref.labels_)
     np.testing.assert_allclose(mix.coef_ * a / c, ref.coef_, rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(mix.sigma_ / c, ref.sigma_, rtol=1e-5)
-    np.testing.assert_allclose(mix.predict((x + offset) * a) / c + offset, ref.predict(x),
-                               rtol=1e-6, atol=1e-6 * np.abs(y).max())
+    np.testing.assert_allclose(
+        mix.predict((x + offset) * a) / c + offset,
+        ref.predict(x),
+        rtol=1e-6,
+        atol=1e-6 * np.abs(y).max(),
+    )
