@@ -52,10 +52,10 @@ class GeneratedGraphs:
     def setup_cache(self):
         from sklearn.metrics import adjusted_mutual_info_score as ami
 
-        from sklearn_cispa.datasets._causal_mixture import node_truth_labels
         from sklearn_cispa.report._cmm_eval import (
             edge_f1,
             gmm_node_labels,
+            node_truth_labels,
             run_ges,
             run_lingam,
             run_pc,

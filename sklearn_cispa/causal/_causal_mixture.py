@@ -14,6 +14,8 @@ import threading
 import numpy as np
 from scipy.special import gammaln
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.metrics import mutual_info_score
+from sklearn.metrics.cluster import contingency_matrix
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -238,19 +240,25 @@ def _ges_search(cache, X):
             record = ges_mod.ges(X, score_func="local_score_BIC", maxP=n_nodes / 2)
         finally:
             ges_mod.LocalScoreClass = original
-    graph = np.asarray(record["G"].graph)
-    adjacency = np.zeros((n_nodes, n_nodes), dtype=np.int64)
-    for i in range(n_nodes):
-        for j in range(n_nodes):
-            if i == j:
-                continue
-            if graph[j, i] == 1 and graph[i, j] == -1:
-                adjacency[i, j] = 1
-            elif graph[i, j] == -1 and graph[j, i] == -1:
-                adjacency[i, j] = 1
+    adjacency = _cpdag_to_adjacency(record["G"].graph)
     parents = {j: [int(i) for i in np.flatnonzero(adjacency[:, j])] for j in range(n_nodes)}
     order = _dag_extension_order(adjacency)
     return adjacency, parents, order
+
+
+def _cpdag_to_adjacency(graph):
+    """causal-learn's endpoint matrix to an adjacency matrix.
+
+    ``graph[j, i] == 1`` and ``graph[i, j] == -1`` is the edge ``i -> j``; an undirected
+    edge (-1 at both ends) is stored in both directions.
+    """
+    graph = np.asarray(graph)
+    tail = graph == -1
+    directed = tail & (graph.T == 1)
+    undirected = tail & tail.T
+    adjacency = (directed | undirected).astype(np.int64)
+    np.fill_diagonal(adjacency, 0)
+    return adjacency
 
 
 def _dag_extension_order(adjacency):
@@ -273,22 +281,7 @@ def _dag_extension_order(adjacency):
 
 
 def _contingency(a, b):
-    _, ai = np.unique(a, return_inverse=True)
-    _, bi = np.unique(b, return_inverse=True)
-    table = np.zeros((ai.max() + 1, bi.max() + 1))
-    np.add.at(table, (ai, bi), 1)
-    return table
-
-
-def mutual_info_nats(a, b):
-    """Mutual information (nats) of two label vectors, from their contingency table."""
-    table = _contingency(a, b)
-    n = table.sum()
-    pij = table / n
-    pi = pij.sum(axis=1, keepdims=True)
-    pj = pij.sum(axis=0, keepdims=True)
-    nz = pij > 0
-    return float(np.sum(pij[nz] * np.log(pij[nz] / (pi @ pj)[nz])))
+    return contingency_matrix(a, b).astype(np.float64)
 
 
 def expected_mutual_info(a, b):
@@ -339,24 +332,16 @@ def _code_rows(labels):
 def _mixing_sets(labels, n_components, mi_threshold):
     """Co-mixed pairs (MI above its expectation and above ``mi_threshold``), their
     connected components, then every other mixed node as a singleton."""
-    n_nodes = labels.shape[1]
-    mixed = [j for j in range(n_nodes) if n_components[j] > 1]
-    parent = list(range(n_nodes))
+    import networkx as nx
 
-    def find(u):
-        while parent[u] != u:
-            parent[u] = parent[parent[u]]
-            u = parent[u]
-        return u
-
+    mixed = [j for j in range(labels.shape[1]) if n_components[j] > 1]
+    graph = nx.Graph()
+    graph.add_nodes_from(mixed)
     for i, j in itertools.combinations(mixed, 2):
-        mi = mutual_info_nats(labels[:, i], labels[:, j])
+        mi = mutual_info_score(labels[:, i], labels[:, j])
         if mi > mi_threshold and mi > expected_mutual_info(labels[:, i], labels[:, j]):
-            parent[find(i)] = find(j)
-    groups = {}
-    for j in mixed:
-        groups.setdefault(find(j), []).append(j)
-    sets = [frozenset(g) for g in groups.values()]
+            graph.add_edge(i, j)
+    sets = [frozenset(int(v) for v in c) for c in nx.connected_components(graph)]
     return sorted(sets, key=min)
 
 
@@ -448,6 +433,12 @@ class CausalMixtureDiscoverer(BaseEstimator):
     graph, the orders, the groups and the mixing sets do not change under per-column
     offsets and rescaling (tested from 1e-6 to 1e6); ``scores_`` are reported in the
     caller's units (they move by ``2 n log(scale_j)`` per node).
+
+    Row order: the EM starts of every local fit are drawn row by row, so permuting the
+    rows of X acts like a different ``random_state``; results can differ where a local
+    fit has several optima of nearly equal BIC. Column order matters only through ties
+    (first candidate wins). Fixed ``random_state`` and data give identical results,
+    whatever ``n_jobs``.
 
     Quirks of the reference code kept on purpose (the golden demo result depends on
     them): the backward step removes the parent of *smallest* positive gain, never removes

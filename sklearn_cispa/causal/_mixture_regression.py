@@ -310,6 +310,11 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
     of y (tested from 1e-6 to 1e6 and offsets up to 1e6); the BIC then moves by the
     Jacobian ``2 n log(scale_y)``.
 
+    Row order: the random starting partitions assign a component to each row in turn, so
+    permuting the training rows changes the starts (as a different ``random_state``
+    does). When EM has several local optima the fit can then differ; with a fixed
+    ``random_state`` and fixed row order it is bit-identical.
+
     References
     ----------
     .. [1] S. Mameche, J. Kalofolias, J. Vreeken. "Causal Mixture Models:
@@ -432,26 +437,27 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
         return with_intercept(X), y
 
-    def predict_proba(self, X, y=None):
-        """Posterior probabilities of the components given X and y.
+    def predict_component_proba(self, X, y):
+        """Posterior probabilities of the mixture components given X and y.
+
+        The component of a sample is identified by its target as well as its regressors,
+        so this takes ``y``; it is not a classifier's ``predict_proba`` (the components do
+        not depend on X alone in this model: without ``y``, the probabilities are
+        ``weights_``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Regressors.
-        y : array-like of shape (n_samples,), default=None
-            Target. Without it, the probabilities given X alone are returned, which are
-            the mixing weights (the component does not depend on X in this model).
+        y : array-like of shape (n_samples,)
+            Target.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_components)
-            Responsibilities; rows sum to one.
+            Responsibilities; rows sum to one, columns ordered as ``weights_``.
         """
         check_is_fitted(self)
-        if y is None:
-            X = validate_data(self, X, reset=False, dtype=np.float64)
-            return np.tile(self.weights_, (X.shape[0], 1))
         Z, y = self._check_xy(X, y)
         return posterior(Z, y, *self._params())
 

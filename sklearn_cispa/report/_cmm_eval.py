@@ -7,6 +7,8 @@ GaussianMixture), which are optional: the caller imports them first.
 
 import numpy as np
 
+from sklearn_cispa.causal._causal_mixture import _cpdag_to_adjacency
+
 
 def edge_counts(est, true):
     """TP, FP, FN of directed edges (a reversed edge is one FP and one FN)."""
@@ -35,18 +37,7 @@ def shd(est, true):
 def cpdag_to_adjacency(graph):
     """causal-learn's endpoint matrix to an adjacency: ``graph[j, i] == 1`` and
     ``graph[i, j] == -1`` is ``i -> j``; -1/-1 (undirected) is counted both ways."""
-    graph = np.asarray(graph)
-    n = len(graph)
-    adj = np.zeros((n, n), dtype=np.int64)
-    for i in range(n):
-        for j in range(n):
-            if i == j:
-                continue
-            if graph[j, i] == 1 and graph[i, j] == -1:
-                adj[i, j] = 1
-            elif graph[i, j] == -1 and graph[j, i] == -1:
-                adj[i, j] = 1
-    return adj
+    return _cpdag_to_adjacency(graph)
 
 
 def run_ges(X):
@@ -85,3 +76,23 @@ def gmm_node_labels(X, node, parents, max_components=5, random_state=0):
         if bic < best_bic:
             best, best_bic = gm, bic
     return best.predict(data)
+
+
+def node_truth_labels(node, estimated_parents, adjacency, mixing_sets, mixing_labels):
+    """The reference's "observed truth" grouping of one node (used for per-node AMI).
+
+    The joint of the node's own mixing labels with those of its true parents that are
+    missing from the estimated parent set, coded 0..K-1 in sorted order of the joint rows.
+    """
+    set_of = {j: m for m, s in enumerate(mixing_sets) for j in s}
+    cols = []
+    if node in set_of:
+        cols.append(mixing_labels[:, set_of[node]])
+    missing = set(np.flatnonzero(adjacency[:, node])) - set(estimated_parents)
+    for p in sorted(missing):
+        if p in set_of:
+            cols.append(mixing_labels[:, set_of[p]])
+    if not cols:
+        return np.zeros(mixing_labels.shape[0], dtype=np.int64)
+    _, inv = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
+    return inv.ravel()

@@ -17,8 +17,7 @@ def compare_on_generated(*, n_nodes, n_samples, seeds, cmm_params, random_state=
 
     from sklearn_cispa.causal import CausalMixtureDiscoverer
     from sklearn_cispa.datasets import make_causal_mixture
-    from sklearn_cispa.datasets._causal_mixture import node_truth_labels
-    from sklearn_cispa.report._cmm_eval import edge_f1, run_ges, run_lingam
+    from sklearn_cispa.report._cmm_eval import edge_f1, node_truth_labels, run_ges, run_lingam
 
     out = {"cmm": [], "ges": [], "lingam": [], "ari": []}
     for seed in seeds:
