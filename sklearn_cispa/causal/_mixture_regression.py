@@ -88,39 +88,96 @@ def _residual_partition(Z, y, k):
     return ranks * k // n
 
 
-def _em_once(Z, y, k, max_iter, rng, var_floor, start=None, moments=None):
-    """One EM run from a uniformly random partition of the rows (flexmix's start), or
-    from the given partition ``start``."""
-    n = Z.shape[0]
-    R = np.zeros((n, k))
-    part = rng.integers(k, size=n) if start is None else start
-    R[np.arange(n), part] = 1.0
-    ll_old = -np.inf
-    ll = -np.inf
-    B = s2 = pi = None
-    n_iter = 0
+def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
+    """EM runs from the given hard partitions, all at once.
+
+    ``starts`` is a list of integer partitions of the rows and ``n_components`` the
+    number of starting components of each run. The runs are vectorised: the
+    responsibilities are one ``(n_runs, K, n)`` array (``K = max(n_components)``),
+    components that a run does not have (or has dropped below the minimum prior) are
+    masked, and a run leaves the batch as soon as its log-likelihood changes by less
+    than ``REL_TOL`` relative, so every run follows exactly the iterations it would
+    follow alone.
+
+    Returns one dict per run with ``ll``, ``B``, ``s2``, ``pi`` (active components only,
+    in their starting order) and ``n_iter``.
+    """
+    n, d = Z.shape
+    ZZ, Zy = _moments(Z, y) if moments is None else moments
+    ZT = np.ascontiguousarray(Z.T)
+    m, K = len(starts), max(n_components)
+    R = np.zeros((m, K, n))
+    active = np.zeros((m, K), dtype=bool)
+    rows = np.arange(n)
+    for r, (part, k) in enumerate(zip(starts, n_components)):
+        R[r, np.asarray(part), rows] = 1.0
+        active[r, :k] = True
+    runs = np.arange(m)  # original index of every run still in the batch
+    ll_old = np.full(m, -np.inf)
+    results = [None] * m
+    eye = np.eye(d)
     for n_iter in range(1, max_iter + 1):
-        # M-step (components below the minimum prior are dropped first: same result)
-        Nk = R.sum(axis=0)
-        pi = Nk / n
-        keep = pi >= MIN_PRIOR
-        if not keep.any():
-            keep = pi == pi.max()
-        if not keep.all():
-            R, Nk = R[:, keep], Nk[keep]
-        pi = Nk / Nk.sum()
-        B = _wls(Z, y, R, moments)
-        res2 = (y[:, None] - Z @ B.T) ** 2
-        s2 = np.maximum((R * res2).sum(axis=0) / Nk, var_floor)
-        # E-step
-        logp = np.log(pi)[None, :] - 0.5 * (_LOG_2PI + np.log(s2))[None, :] - 0.5 * res2 / s2
-        ll_i = _logsumexp_rows(logp)
-        ll = float(ll_i.sum())
-        R = np.exp(logp - ll_i[:, None])
-        if abs(ll - ll_old) <= REL_TOL * abs(ll):
-            break
-        ll_old = ll
-    return {"ll": ll, "B": B, "s2": s2, "pi": pi, "n_iter": n_iter}
+        mr = len(runs)
+        # M-step; components below the minimum prior are dropped first
+        Nk = R.sum(axis=2)
+        keep = active & (Nk / n >= MIN_PRIOR)
+        none = ~keep.any(axis=1)
+        if none.any():
+            masked = np.where(active, Nk, -np.inf)
+            keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
+        if not np.array_equal(keep, active):
+            active = keep
+            R *= active[:, :, None]
+        Nk = np.where(active, Nk, 0.0)
+        pi = Nk / Nk.sum(axis=1, keepdims=True)
+        R2 = R.reshape(mr * K, n)
+        G = (R2 @ ZZ).reshape(mr * K, d, d)
+        b = R2 @ Zy
+        scale = np.trace(G, axis1=1, axis2=2) / d
+        G += (1e-10 * scale + 1e-300)[:, None, None] * eye
+        B = np.linalg.solve(G, b[:, :, None])[:, :, 0]  # (mr * K, d)
+        res2 = B @ ZT
+        res2 -= y
+        res2 *= res2  # (mr * K, n)
+        act = active.ravel()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s2 = np.einsum("ij,ij->i", R2, res2) / Nk.ravel()
+            s2 = np.where(act, np.maximum(s2, var_floor), 1.0)
+            log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
+        # E-step: log pi_c + log N(y; mean_c, s2_c), normalised over the components
+        logp = res2
+        logp *= (-0.5 / s2)[:, None]
+        logp += (log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, None]
+        logp = logp.reshape(mr, K, n)
+        mx = logp.max(axis=1)
+        logp -= mx[:, None, :]
+        R = np.exp(logp, out=logp)
+        tot = R.sum(axis=1)
+        R /= tot[:, None, :]
+        ll = (mx + np.log(tot)).sum(axis=1)
+        done = np.abs(ll - ll_old) <= REL_TOL * np.abs(ll)
+        if n_iter == max_iter:
+            done[:] = True
+        if done.any():
+            B3 = B.reshape(mr, K, d)
+            s22 = s2.reshape(mr, K)
+            for i in np.flatnonzero(done):
+                a = active[i]
+                results[runs[i]] = {
+                    "ll": float(ll[i]),
+                    "B": B3[i, a],
+                    "s2": s22[i, a],
+                    "pi": pi[i, a],
+                    "n_iter": n_iter,
+                }
+            stay = ~done
+            if not stay.any():
+                break
+            runs, active, ll_old = runs[stay], active[stay], ll[stay]
+            R = R[stay]
+        else:
+            ll_old = ll
+    return results
 
 
 def _order_by_weight(fit):
@@ -128,29 +185,34 @@ def _order_by_weight(fit):
     return {**fit, "B": fit["B"][order], "s2": fit["s2"][order], "pi": fit["pi"][order]}
 
 
-def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
-    """Best of ``n_init`` EM runs for exactly ``k`` starting components.
-
-    ``entropy`` (a tuple of non-negative ints) seeds every run: run ``r`` of ``k`` uses
-    ``numpy.random.default_rng([*entropy, k, r])``, so a fit depends only on its key.
-    """
-    if k == 1:
-        fit = _ols_fit(Z, y, var_floor)
-    else:
-        fit = None
-        moments = _moments(Z, y)
-        for r in range(n_init):
-            rng = np.random.default_rng([*entropy, k, r])
-            start = _residual_partition(Z, y, k) if r == 0 else None
-            cand = _em_once(Z, y, k, max_iter, rng, var_floor, start, moments)
-            if fit is None or cand["ll"] > fit["ll"]:
-                fit = cand
+def _finish(fit, n, d):
     fit = _order_by_weight(fit)
     k_eff = len(fit["pi"])
-    n, d = Z.shape
     fit["k"] = k_eff
     fit["bic"] = -2.0 * fit["ll"] + _n_params(k_eff, d - 1) * np.log(n)
     return fit
+
+
+def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
+    """Best of ``n_init`` EM runs for exactly ``k`` starting components (one batch).
+
+    ``entropy`` (a tuple of non-negative ints) seeds every run: run ``r`` of ``k`` uses
+    ``numpy.random.default_rng([*entropy, k, r])``, so a fit depends only on its key.
+    Run 0 starts from the OLS-residual-rank partition, the others from uniformly random
+    partitions.
+    """
+    n, d = Z.shape
+    if k == 1:
+        return _finish(_ols_fit(Z, y, var_floor), n, d)
+    starts = [_residual_partition(Z, y, k)]
+    starts += [
+        np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
+    ]
+    best = None
+    for cand in _em_batch(Z, y, starts, [k] * n_init, max_iter, var_floor):
+        if best is None or cand["ll"] > best["ll"]:
+            best = cand
+    return _finish(best, n, d)
 
 
 def _standardise(X, y):
@@ -189,8 +251,13 @@ def _unstandardise(fit, stats, n):
     return out
 
 
-def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy):
-    """Fit every k of ``k_range`` and keep the fit of minimum BIC (ties: smallest k).
+def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, stop_early=False):
+    """Fit every k of ``k_range`` in increasing order and keep the fit of minimum BIC
+    (ties: smallest k).
+
+    With ``stop_early``, the sweep stops at the first k whose BIC is not lower than the
+    previous one (the first local minimum of the BIC over k), which skips the slowest
+    EM fits (too many components) on every node that is not mixed.
 
     ``X`` holds the regressors without the intercept column (it may have no columns).
     The fits run on standardised data (:func:`_standardise`), and the returned fit is in
@@ -203,14 +270,17 @@ def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy):
     Z = with_intercept(Xs)
     var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
     bics = np.full(max(k_range), np.nan)
-    best = None
-    for k in k_range:
+    best = prev = None
+    for k in sorted(k_range):
         fit = fit_mixture_k(
             Z, ys, k, n_init=n_init, max_iter=max_iter, entropy=entropy, var_floor=var_floor
         )
         bics[k - 1] = fit["bic"]
         if best is None or fit["bic"] < best["bic"]:
             best = fit
+        if stop_early and prev is not None and not fit["bic"] < prev:
+            break
+        prev = fit["bic"]
     best = _unstandardise(best, stats, n)
     return best, bics + 2.0 * n * np.log(stats[3])
 
