@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_cispa.causal._mixture_regression import (
+    VAR_FLOOR,
     fit_mixture_bic,
     k_range_bic,
     posterior,
@@ -32,11 +33,35 @@ from sklearn_cispa.utils import optional_import, parallel_map, spawn_seeds
 # --------------------------------------------------------------------------------------
 
 
-def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed):
+def _shared_split_fit(Z, y, labels):
+    """BIC of per-group OLS fits, the groups given by a parent's latent (a shared mixing
+    variable): ``-2 sum_g loglik_g + K (p + 2) log n``. The assignment is the parent's,
+    already paid for in the parent's score, so no mixing weights are counted."""
+    n, d = Z.shape
+    ll = 0.0
+    K = int(labels.max()) + 1
+    for g in range(K):
+        rows = labels == g
+        if rows.sum() < d + 1:
+            return np.inf
+        Zg, yg = Z[rows], y[rows]
+        coef, *_ = np.linalg.lstsq(Zg, yg, rcond=None)
+        s2 = max(float(np.mean((yg - Zg @ coef) ** 2)), VAR_FLOOR * float(np.var(y)))
+        ll += -0.5 * rows.sum() * (np.log(2 * np.pi * s2) + 1.0)
+    return -2.0 * ll + K * (d + 1) * np.log(n)
+
+
+def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed, parent_labels=()):
     """Latent-aware BIC of ``node`` given ``parents`` (module level: picklable task).
 
+    ``parent_labels`` are the groups of the parents that are mixed on their own (their
+    marginal fits). For each, the node's regression split by those groups (the node
+    shares the parent's mixing variable) is scored beside the node's own mixture, and
+    the lower BIC wins: a mixture of regressions cannot see a split that the parent's
+    value carries when the group lines cross inside the data.
+
     Returns ``(bic, k, labels)`` with labels the posterior argmax (components ordered by
-    decreasing weight), all zeros when k == 1.
+    decreasing weight; the parent's labels for a shared split), all zeros when k == 1.
     """
     parents = tuple(sorted(parents))
     Xp = X[:, list(parents)]
@@ -47,19 +72,24 @@ def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed):
         Xp, y, k_range=k_range, n_init=n_init, max_iter=max_iter, entropy=entropy, stop_early=True
     )
     Z = with_intercept(Xp)
-    k = int(fit["k"])
+    bic, k = float(fit["bic"]), int(fit["k"])
     if k > 1:
         labels = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
     else:
         labels = np.zeros(len(y), dtype=np.int64)
-    return float(fit["bic"]), k, labels.astype(np.int64)
+    for lab in parent_labels:
+        split = _shared_split_fit(Z, y, lab)
+        if split < bic:
+            bic, k, labels = split, int(lab.max()) + 1, lab
+    return bic, k, labels.astype(np.int64)
 
 
 class _ScoreCache:
     """Memoised local scores keyed by ``(node, frozenset(parents))``, filled in parallel."""
 
-    def __init__(self, X, *, max_components, n_init, max_iter, seed, n_jobs):
+    def __init__(self, X, *, max_components, n_init, max_iter, seed, n_jobs, share=False):
         self.X = X
+        self.share = share
         self.max_components = max_components
         self.n_init = n_init
         self.max_iter = max_iter
@@ -77,6 +107,12 @@ class _ScoreCache:
                 missing.append(key)
         if not missing:
             return
+        # the marginal fits first: their groups are extra EM starts of the children
+        roots = {c for _, parents in missing for c in parents} if self.share else set()
+        roots = sorted(c for c in roots if (c, frozenset()) not in self.cache)
+        if roots:
+            self.ensure([(c, ()) for c in roots])
+            missing = [key for key in missing if key not in self.cache]
         tasks = [
             (
                 self.X,
@@ -86,12 +122,23 @@ class _ScoreCache:
                 self.n_init,
                 self.max_iter,
                 self.seed,
+                self._parent_labels(parents),
             )
             for node, parents in missing
         ]
         results = parallel_map(_local_score_task, tasks, n_jobs=self.n_jobs)
         for key, res in zip(missing, results):
             self.cache[key] = res
+
+    def _parent_labels(self, parents):
+        if not self.share:
+            return ()
+        out = []
+        for c in sorted(parents):
+            _, k, labels = self.cache[(c, frozenset())]
+            if k > 1:
+                out.append(labels)
+        return tuple(out)
 
     def fit(self, node, parents):
         key = (int(node), frozenset(int(p) for p in parents))
@@ -372,6 +419,12 @@ class CausalMixtureDiscoverer(BaseEstimator):
     prune_alpha : float, default=0.05
         Level of the final pruning: a strict subset of a node's parents replaces them when
         ``|delta BIC| < log2(1 / prune_alpha)`` (4.32 for 0.05).
+    share_parent_groups : bool, default=False
+        Also score every node's regression split by the groups of each parent that is
+        mixed on its own (a mixing variable shared by a node and its child), and keep the
+        lower BIC. It finds a mixed child whose parent already carries the split, which
+        the mixture of regressions misses (see Notes). Off by default: where the search
+        reverses an edge it can also mark the true parent as sharing its child's groups.
     n_init : int, default=3
         EM restarts of every local mixture fit.
     max_iter : int, default=200
@@ -421,6 +474,13 @@ class CausalMixtureDiscoverer(BaseEstimator):
     those with too many components, wherever the one- or two-component fit already
     decides; on the reference demo file this gives the same minimum as the full sweep for
     all 90 local scores. The ``n_init`` EM runs of one k run as one vectorised batch.
+    With ``share_parent_groups=True``, for every parent that is mixed on its own (its
+    marginal fit has k > 1), the score also tries the node's regression split by that
+    parent's groups (a shared mixing variable; ``K (p + 2)`` parameters, no mixing
+    weights) and keeps the lower BIC: a mixture of regressions cannot assign a child's
+    rows when the parent's value already separates the groups and the group lines cross
+    (the reference code has the same blind spot). Where the search reverses an edge, the
+    true parent can then be marked as sharing its child's groups, hence off by default.
     The topological search selects, at every step, the candidate whose worst pairwise
     score asymmetry is smallest, adds it as a parent of every remaining node whose score it
     lowers, then removes parents of the selected node in a backward step. A final pruning
@@ -492,6 +552,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         "search": [StrOptions({"topological", "ges"})],
         "mi_threshold": [Interval(numbers.Real, 0, None, closed="left")],
         "prune_alpha": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "share_parent_groups": ["boolean"],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
@@ -504,6 +565,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         search="topological",
         mi_threshold=0.03,
         prune_alpha=0.05,
+        share_parent_groups=False,
         n_init=3,
         max_iter=200,
         n_jobs=None,
@@ -513,6 +575,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         self.search = search
         self.mi_threshold = mi_threshold
         self.prune_alpha = prune_alpha
+        self.share_parent_groups = share_parent_groups
         self.n_init = n_init
         self.max_iter = max_iter
         self.n_jobs = n_jobs
@@ -561,6 +624,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
             max_iter=self.max_iter,
             seed=seed,
             n_jobs=self.n_jobs,
+            share=self.share_parent_groups,
         )
         if self.search == "topological":
             parents, order = _topological_search(cache, n_nodes, self.prune_alpha)
