@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_cispa.causal._mixture_regression import (
     VAR_FLOOR,
+    _scale_columns,
     fit_mixture_bic,
     k_range_bic,
     posterior,
@@ -614,8 +615,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         # Work on standardised columns: every score then changes by a per-node constant
         # under per-column offsets and rescaling, which leaves all comparisons (and the
         # tie tolerance) unchanged, so the result does not depend on the units.
-        x_sd = X.std(axis=0)
-        Xs = (X - X.mean(axis=0)) / x_sd
+        Xs, _, x_sd = _scale_columns(X)
         (seed,) = spawn_seeds(self.random_state, 1)
         cache = _ScoreCache(
             Xs,

@@ -215,6 +215,25 @@ def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
     return _finish(best, n, d)
 
 
+def _scale_columns(A):
+    """Column means and standard deviations without overflow or underflow.
+
+    Columns are first divided by their largest absolute value, so that squares stay in
+    range for data from about 1e-300 to 1e300. Constant columns get scale 1.
+    Returns the standardised columns, the means and the standard deviations.
+    """
+    span = np.max(np.abs(A), axis=0)
+    span = np.where(span > 0, span, 1.0)
+    Ab = A / span
+    mean_b = Ab.mean(axis=0)
+    sd_b = Ab.std(axis=0)
+    const = ~(sd_b > 0)
+    sd_b[const] = 1.0
+    scaled = (Ab - mean_b) / sd_b
+    sd = np.where(const, 1.0, sd_b * span)
+    return scaled, mean_b * span, sd
+
+
 def _standardise(X, y):
     """Centre and scale the regressors and the target (constant columns keep scale 1).
 
@@ -222,16 +241,9 @@ def _standardise(X, y):
     per-column offsets and rescaling of X and y (the weighted least squares, the ridge
     and the variance floor then see data of unit scale whatever the caller's units).
     """
-    x_mean = X.mean(axis=0)
-    x_sd = X.std(axis=0)
-    x_sd[~(x_sd > 0)] = 1.0
-    y_mean = float(np.mean(y))
-    y_sd = float(np.std(y))
-    if not y_sd > 0:
-        y_sd = 1.0
-    Xs = (X - x_mean) / x_sd
-    ys = (y - y_mean) / y_sd
-    return Xs, ys, (x_mean, x_sd, y_mean, y_sd)
+    Xs, x_mean, x_sd = _scale_columns(X)
+    ys, y_mean, y_sd = _scale_columns(y[:, None])
+    return Xs, ys[:, 0], (x_mean, x_sd, float(y_mean[0]), float(y_sd[0]))
 
 
 def _unstandardise(fit, stats, n):
@@ -245,7 +257,11 @@ def _unstandardise(fit, stats, n):
     coef = B[:, 1:] * (y_sd / x_sd)[None, :]
     intercept = y_mean + y_sd * B[:, 0] - coef @ x_mean
     ll = fit["ll"] - n * np.log(y_sd)
-    out = {**fit, "B": np.hstack([intercept[:, None], coef]), "s2": fit["s2"] * y_sd**2}
+    with np.errstate(over="ignore", under="ignore"):
+        s2 = fit["s2"] * np.float64(y_sd) ** 2
+    out = {**fit, "B": np.hstack([intercept[:, None], coef]), "s2": s2}
+    out["sigma"] = np.sqrt(fit["s2"]) * y_sd
+    out["std"] = {"B": fit["B"], "s2": fit["s2"], "stats": stats}
     out["ll"] = ll
     out["bic"] = fit["bic"] - 2.0 * (ll - fit["ll"])
     return out
@@ -468,22 +484,36 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         )
         if len(bics) < self.max_components:
             bics = np.concatenate([bics, np.full(self.max_components - len(bics), np.nan)])
-        Z = with_intercept(X)
+        std = fit["std"]
+        if not (np.all(np.isfinite(fit["B"])) and np.all(np.isfinite(fit["sigma"]))):
+            raise ValueError(
+                "The fitted coefficients or noise scales overflow float64 in the units of "
+                "X and y; rescale X or y."
+            )
+        if not np.all(fit["sigma"] > 0):
+            raise ValueError(
+                "The noise scale of y underflows float64 (y varies by less than about "
+                "1e-300); rescale y."
+            )
+        self._std_fit = std
         self.n_components_ = int(fit["k"])
         self.intercept_ = fit["B"][:, 0].copy()
         self.coef_ = fit["B"][:, 1:].copy()
         self.weights_ = fit["pi"].copy()
-        self.sigma_ = np.sqrt(fit["s2"])
+        self.sigma_ = fit["sigma"]
         self.bic_ = float(fit["bic"])
         self.bic_scores_ = bics
         self.log_likelihood_ = float(fit["ll"])
         self.n_iter_ = int(fit["n_iter"])
-        self.labels_ = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
+        Zs, ys, _ = self._standardised(X, y)
+        self.labels_ = np.argmax(posterior(Zs, ys, std["B"], std["s2"], self.weights_), axis=1)
         return self
 
-    def _params(self):
-        B = np.hstack([self.intercept_[:, None], self.coef_])
-        return B, self.sigma_**2, self.weights_
+    def _standardised(self, X, y):
+        """X and y in the units of the internal fit, and log(sd_y) (the Jacobian)."""
+        x_mean, x_sd, y_mean, y_sd = self._std_fit["stats"]
+        Zs = with_intercept((X - x_mean) / x_sd)
+        return Zs, (y - y_mean) / y_sd, np.log(y_sd)
 
     def predict(self, X):
         """Mixture mean ``sum_c weights_[c] * (intercept_[c] + X @ coef_[c])``.
@@ -500,12 +530,11 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        B, _, pi = self._params()
-        return with_intercept(X) @ B.T @ pi
+        return (self.intercept_ + X @ self.coef_.T) @ self.weights_
 
     def _check_xy(self, X, y):
         X, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
-        return with_intercept(X), y
+        return self._standardised(X, y)
 
     def predict_component_proba(self, X, y):
         """Posterior probabilities of the mixture components given X and y.
@@ -528,8 +557,8 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
             Responsibilities; rows sum to one, columns ordered as ``weights_``.
         """
         check_is_fitted(self)
-        Z, y = self._check_xy(X, y)
-        return posterior(Z, y, *self._params())
+        Zs, ys, _ = self._check_xy(X, y)
+        return posterior(Zs, ys, self._std_fit["B"], self._std_fit["s2"], self.weights_)
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R^2 of ``predict(X)`` (the mixture mean).
@@ -548,7 +577,17 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         score : float
             R^2 of the mixture mean; see :meth:`bic` for a likelihood-based criterion.
         """
-        return super().score(X, y, sample_weight=sample_weight)
+        from sklearn.metrics import r2_score
+
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
+        # R^2 is invariant under an affine map of y and the prediction: compute it in the
+        # fit's units, where squares neither overflow nor underflow
+        _, _, y_mean, y_sd = self._std_fit["stats"]
+        y_pred = self.predict(X)
+        return float(
+            r2_score((y - y_mean) / y_sd, (y_pred - y_mean) / y_sd, sample_weight=sample_weight)
+        )
 
     def bic(self, X, y):
         """Bayesian information criterion of the fitted model on (X, y).
@@ -566,7 +605,9 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
             ``-2 loglik + df log n`` with ``df = k (p + 2) + (k - 1)``; lower is better.
         """
         check_is_fitted(self)
-        Z, y = self._check_xy(X, y)
-        ll = float(_logsumexp_rows(_loglik_matrix(Z, y, *self._params())).sum())
+        Zs, ys, log_sd = self._check_xy(X, y)
+        std = self._std_fit
+        ll = _logsumexp_rows(_loglik_matrix(Zs, ys, std["B"], std["s2"], self.weights_))
+        ll = float(ll.sum()) - len(ys) * log_sd
         df = _n_params(self.n_components_, self.n_features_in_)
-        return -2.0 * ll + df * np.log(Z.shape[0])
+        return -2.0 * ll + df * np.log(len(ys))

@@ -4,6 +4,8 @@ Every case below failed before the fits were standardised internally (the weight
 least-squares ridge scaled with the largest column of the design).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -149,3 +151,26 @@ def test_mixture_equivariant_under_units(seed, log_a, log_c, offset):
         rtol=1e-6,
         atol=1e-6 * np.abs(y).max(),
     )
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-250, 1e200, 1e300])
+def test_extreme_units_give_the_same_fit_without_warnings(scale):
+    # before: NaN coefficients and infinite BIC near 1e200 (squares overflowed in the
+    # standard deviation), an IndexError in the discoverer near 1e-300
+    x, y = _line(n=300)
+    ref = MixtureOfLinearRegressions(random_state=0).fit(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mix = MixtureOfLinearRegressions(random_state=0).fit(x * scale, y * scale)
+        np.testing.assert_allclose(mix.coef_, ref.coef_, rtol=1e-9)
+        np.testing.assert_allclose(mix.sigma_ / scale, ref.sigma_, rtol=1e-9)
+        n = len(y)
+        assert mix.bic_ == pytest.approx(ref.bic_ + 2 * n * np.log(scale), rel=1e-9, abs=1e-6)
+        assert mix.bic(x * scale, y * scale) == pytest.approx(mix.bic_, rel=1e-9, abs=1e-6)
+        assert mix.score(x * scale, y * scale) == pytest.approx(ref.score(x, y), abs=1e-9)
+        proba = mix.predict_component_proba(x * scale, y * scale)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+        X = _chain(n=300)
+        est = CausalMixtureDiscoverer(**FAST).fit(X * scale)
+    np.testing.assert_array_equal(est.adjacency_, [[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    assert np.all(np.isfinite(est.scores_))
