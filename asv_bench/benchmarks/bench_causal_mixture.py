@@ -7,7 +7,7 @@ DAG, reference F1 0.897).
 
 The CI smoke run (``asv run --quick``) must stay under a minute, so by default the data
 are small (one seed, n = 200) and the discoverer runs with ``max_components=3,
-n_init=1``; the golden demo fit (about 10 s) is skipped. Set
+n_init=1``; the golden demo fit (about 5 s) is skipped. Set
 ``SKLEARN_CISPA_BENCH_FULL=1`` for the full protocol: 10 seeds, n = 500, the defaults
 (``max_components=5, n_init=3``) and the golden demo file. ``ScalingNodes`` and
 ``ScalingSamples`` time the discoverer against N (5 to 30, n = 1000) and n (500 to 20,000,
@@ -267,7 +267,7 @@ class ScalingSamples(_ScalingBase):
 
 
 class GoldenDemo:
-    """The reference demo file with the defaults (full runs only: about 10 s a fit)."""
+    """The reference demo file with the defaults (full runs only: about 5 s a fit)."""
 
     timeout = 1800
     number = 1

@@ -193,26 +193,36 @@ def _finish(fit, n, d):
     return fit
 
 
-def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
-    """Best of ``n_init`` EM runs for exactly ``k`` starting components (one batch).
+def fit_mixtures(Z, y, ks, *, n_init, max_iter, entropy, var_floor):
+    """Best of ``n_init`` EM runs for every k of ``ks``, all runs in one batch.
 
     ``entropy`` (a tuple of non-negative ints) seeds every run: run ``r`` of ``k`` uses
     ``numpy.random.default_rng([*entropy, k, r])``, so a fit depends only on its key.
     Run 0 starts from the OLS-residual-rank partition, the others from uniformly random
-    partitions.
+    partitions. Returns ``{k: fit}``.
     """
     n, d = Z.shape
-    if k == 1:
-        return _finish(_ols_fit(Z, y, var_floor), n, d)
-    starts = [_residual_partition(Z, y, k)]
-    starts += [
-        np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
-    ]
-    best = None
-    for cand in _em_batch(Z, y, starts, [k] * n_init, max_iter, var_floor):
-        if best is None or cand["ll"] > best["ll"]:
-            best = cand
-    return _finish(best, n, d)
+    fits = {}
+    if 1 in ks:
+        fits[1] = _finish(_ols_fit(Z, y, var_floor), n, d)
+    em_ks = [k for k in ks if k > 1]
+    if not em_ks:
+        return fits
+    starts, n_comp = [], []
+    for k in em_ks:
+        starts.append(_residual_partition(Z, y, k))
+        starts += [
+            np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
+        ]
+        n_comp += [k] * n_init
+    runs = _em_batch(Z, y, starts, n_comp, max_iter, var_floor)
+    for i, k in enumerate(em_ks):
+        best = None
+        for cand in runs[i * n_init : (i + 1) * n_init]:
+            if best is None or cand["ll"] > best["ll"]:
+                best = cand
+        fits[k] = _finish(best, n, d)
+    return fits
 
 
 def _scale_columns(A):
@@ -267,13 +277,13 @@ def _unstandardise(fit, stats, n):
     return out
 
 
-def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, stop_early=False):
+def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, patience=None):
     """Fit every k of ``k_range`` in increasing order and keep the fit of minimum BIC
     (ties: smallest k).
 
-    With ``stop_early``, the sweep stops at the first k whose BIC is not lower than the
-    previous one (the first local minimum of the BIC over k), which skips the slowest
-    EM fits (too many components) on every node that is not mixed.
+    With an int ``patience``, the sweep stops once ``patience`` consecutive k have not
+    lowered the best BIC so far, which skips the slowest EM fits (too many components)
+    wherever fewer components already decide. ``None`` tries every k.
 
     ``X`` holds the regressors without the intercept column (it may have no columns).
     The fits run on standardised data (:func:`_standardise`), and the returned fit is in
@@ -286,17 +296,25 @@ def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, stop_early=Fals
     Z = with_intercept(Xs)
     var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
     bics = np.full(max(k_range), np.nan)
-    best = prev = None
-    for k in sorted(k_range):
-        fit = fit_mixture_k(
-            Z, ys, k, n_init=n_init, max_iter=max_iter, entropy=entropy, var_floor=var_floor
-        )
+    ks = sorted(k_range)
+    # k = 1 is closed form; the next ``patience`` values of k are always fitted, so they
+    # run as one EM batch; further k one at a time, while the BIC still improves
+    first = len(ks) if patience is None else min(len(ks), 1 + patience)
+    kw = {"n_init": n_init, "max_iter": max_iter, "entropy": entropy, "var_floor": var_floor}
+    fits = fit_mixtures(Z, ys, ks[:first], **kw)
+    best = None
+    stale = 0
+    for i, k in enumerate(ks):
+        if k not in fits:
+            fits.update(fit_mixtures(Z, ys, [k], **kw))
+        fit = fits[k]
         bics[k - 1] = fit["bic"]
         if best is None or fit["bic"] < best["bic"]:
-            best = fit
-        if stop_early and prev is not None and not fit["bic"] < prev:
-            break
-        prev = fit["bic"]
+            best, stale = fit, 0
+        else:
+            stale += 1
+            if patience is not None and stale >= patience:
+                break
     best = _unstandardise(best, stats, n)
     return best, bics + 2.0 * n * np.log(stats[3])
 

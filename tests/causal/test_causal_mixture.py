@@ -382,8 +382,8 @@ def test_ges_search_with_latent_aware_score():
 def test_golden_demo_data():
     """Spec V1: the reference demo file with the defaults (reference F1 0.897).
 
-    About 10 s since the EM runs are batched and the k sweep stops at the first local
-    minimum of the BIC (it took about 85 s before, so it was marked slow).
+    About 4 s of CPU since the EM runs are batched and the k sweep stops after two k
+    without a better BIC (about 30 s of CPU before, so it was marked slow).
     """
     X, true_adj = load_cmm_demo()
     est = CausalMixtureDiscoverer(random_state=0).fit(X)
