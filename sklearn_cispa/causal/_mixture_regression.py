@@ -104,7 +104,6 @@ def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
     """
     n, d = Z.shape
     ZZ, Zy = _moments(Z, y) if moments is None else moments
-    ZT = np.ascontiguousarray(Z.T)
     m, K = len(starts), max(n_components)
     R = np.zeros((m, K, n))
     active = np.zeros((m, K), dtype=bool)
@@ -112,10 +111,20 @@ def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
     for r, (part, k) in enumerate(zip(starts, n_components)):
         R[r, np.asarray(part), rows] = 1.0
         active[r, :k] = True
+    eye = np.eye(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye)
+
+
+def _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye):
+    """The iterations of :func:`_em_batch` (divisions by empty components are masked)."""
+    n, d = Z.shape
+    ZT = np.ascontiguousarray(Z.T)
+    m, K = active.shape
     runs = np.arange(m)  # original index of every run still in the batch
     ll_old = np.full(m, -np.inf)
     results = [None] * m
-    eye = np.eye(d)
+    all_active = bool(active.all())
     for n_iter in range(1, max_iter + 1):
         mr = len(runs)
         # M-step; components below the minimum prior are dropped first
@@ -125,10 +134,12 @@ def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
         if none.any():
             masked = np.where(active, Nk, -np.inf)
             keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
-        if not np.array_equal(keep, active):
+        if (keep != active).any():
             active = keep
             R *= active[:, :, None]
-        Nk = np.where(active, Nk, 0.0)
+            all_active = False
+        if not all_active:
+            Nk = np.where(active, Nk, 0.0)
         pi = Nk / Nk.sum(axis=1, keepdims=True)
         R2 = R.reshape(mr * K, n)
         G = (R2 @ ZZ).reshape(mr * K, d, d)
@@ -139,10 +150,12 @@ def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
         res2 = B @ ZT
         res2 -= y
         res2 *= res2  # (mr * K, n)
-        act = active.ravel()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s2 = np.einsum("ij,ij->i", R2, res2) / Nk.ravel()
-            s2 = np.where(act, np.maximum(s2, var_floor), 1.0)
+        s2 = np.maximum(np.einsum("ij,ij->i", R2, res2) / Nk.ravel(), var_floor)
+        if all_active:
+            log_pi = np.log(pi.ravel())
+        else:
+            act = active.ravel()
+            s2 = np.where(act, s2, 1.0)
             log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
         # E-step: log pi_c + log N(y; mean_c, s2_c), normalised over the components
         logp = res2
