@@ -137,12 +137,6 @@ EXPECTED_FAILED_CHECKS = {
     # -- causal: AugmentedIVRegressor (issue 3)
 
     # -- causal: CausalMixtureDiscoverer, MixtureOfLinearRegressions (issue 4)
-    "MixtureOfLinearRegressions": {
-        "check_regressors_no_decision_function": (
-            "the fixed API has predict_proba(X, y): posterior probabilities of the latent "
-            "mixture components, not class probabilities"
-        ),
-    },
 
     # -- rules: NeurulesClassifier (issue 5)
 

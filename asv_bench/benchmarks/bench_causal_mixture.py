@@ -7,9 +7,12 @@ DAG, reference F1 0.897).
 
 The CI smoke run (``asv run --quick``) must stay under a minute, so by default the data
 are small (one seed, n = 200) and the discoverer runs with ``max_components=3,
-n_init=1``; the golden demo fit (about 85 s) is skipped. Set
+n_init=1``; the golden demo fit (about 5 s) is skipped. Set
 ``SKLEARN_CISPA_BENCH_FULL=1`` for the full protocol: 10 seeds, n = 500, the defaults
-(``max_components=5, n_init=3``) and the golden demo file.
+(``max_components=5, n_init=3``) and the golden demo file. ``ScalingNodes`` and
+``ScalingSamples`` time the discoverer against N (5 to 30, n = 1000) and n (500 to 20,000,
+N = 5) beside causal-learn GES and PC, and record the ratio discoverer / GES measured
+in one run.
 """
 
 import os
@@ -172,24 +175,99 @@ class LocalScore:
         _local_score_task(self.X, 5, tuple(range(n_parents)), 5, 3, 200, SEED)
 
 
-class Scaling:
-    """Fit time as the number of nodes and of samples grow (reduced settings in quick)."""
+def _time(fn):
+    import time
 
-    params = [[4, 6, 8] if FULL else [3, 5], [250, 1000] if FULL else [200, 400]]
-    param_names = ["n_nodes", "n_samples"]
-    timeout = 1800
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+class _ScalingBase:
+    """Fit time of the discoverer beside causal-learn GES and PC on the same data, and
+    the ratio discoverer / GES measured in one run (so that a regression shows whatever
+    the machine). The discoverer runs with its defaults in full runs and with
+    ``max_components=3, n_init=1`` in quick runs."""
+
+    timeout = 3600
     number = 1
     repeat = 1
 
-    def setup(self, n_nodes, n_samples):
+    def _setup(self, n_nodes, n_samples):
         self.X = _data(n_nodes, 0, n_samples=n_samples)[0]
 
-    def time_fit(self, n_nodes, n_samples):
+    def _cmm(self):
         _cmm().fit(self.X)
+
+    def _ges(self):
+        from sklearn_cispa.report._cmm_eval import run_ges
+
+        run_ges(self.X)
+
+    def _pc(self):
+        from sklearn_cispa.report._cmm_eval import run_pc
+
+        run_pc(self.X)
+
+    def _ratio(self, peer):
+        require("causallearn")
+        return _time(self._cmm) / _time(peer)
+
+
+class ScalingNodes(_ScalingBase):
+    """Time against the number of nodes N (n = 1000): N = 5..30 in full runs."""
+
+    params = [5, 10, 20, 30] if FULL else [5]
+    param_names = ["n_nodes"]
+
+    def setup(self, n_nodes):
+        self._setup(n_nodes, 1000 if FULL else 300)
+
+    def time_fit_cmm(self, n_nodes):
+        self._cmm()
+
+    def time_fit_ges(self, n_nodes):
+        require("causallearn")
+        self._ges()
+
+    def time_fit_pc(self, n_nodes):
+        require("causallearn")
+        self._pc()
+
+    def track_ratio_cmm_over_ges(self, n_nodes):
+        return self._ratio(self._ges)
+
+    track_ratio_cmm_over_ges.unit = "ratio"
+
+
+class ScalingSamples(_ScalingBase):
+    """Time against the number of samples n (N = 5): n = 500..20,000 in full runs."""
+
+    params = [500, 2000, 5000, 20000] if FULL else [500]
+    param_names = ["n_samples"]
+
+    def setup(self, n_samples):
+        self._setup(5, n_samples)
+
+    def time_fit_cmm(self, n_samples):
+        self._cmm()
+
+    def time_fit_ges(self, n_samples):
+        require("causallearn")
+        self._ges()
+
+    def time_fit_pc(self, n_samples):
+        require("causallearn")
+        self._pc()
+
+    def track_ratio_cmm_over_ges(self, n_samples):
+        return self._ratio(self._ges)
+
+    track_ratio_cmm_over_ges.unit = "ratio"
 
 
 class GoldenDemo:
-    """The reference demo file with the defaults (full runs only: about 85 s a fit)."""
+    """The reference demo file with the defaults (full runs only: about 5 s a fit)."""
 
     timeout = 1800
     number = 1
@@ -229,3 +307,43 @@ class GoldenDemo:
     track_f1_cmm.unit = "score"
     track_f1_ges.unit = "score"
     track_f1_directlingam.unit = "score"
+
+
+class SharedChild:
+    """Issue 15: a mixed child whose parent already carries the latent split.
+
+    Mean adjusted Rand index of the child's groups against the latent (3 seeds, n = 500;
+    x0 mixed by a mean shift, x1 switches its slope with the same latent, x2 an unmixed
+    grandchild), with ``share_parent_groups`` off (the default) and on.
+    """
+
+    params = [False, True]
+    param_names = ["share_parent_groups"]
+    timeout = 600
+
+    def setup_cache(self):
+        from sklearn.metrics import adjusted_rand_score
+
+        from sklearn_cispa.causal import CausalMixtureDiscoverer
+
+        out = {}
+        for share in (False, True):
+            aris = []
+            for seed in range(3):
+                rng = np.random.default_rng(seed)
+                n = 500
+                z = (rng.random(n) < 0.3).astype(int)
+                x0 = rng.normal(size=n) + 6.0 * z
+                x1 = np.where(z == 1, -0.6 * x0 + 3.0, 0.6 * x0) + 0.5 * rng.normal(size=n)
+                x2 = 0.8 * x1 + 0.5 * rng.normal(size=n)
+                est = CausalMixtureDiscoverer(
+                    max_components=3, share_parent_groups=share, random_state=SEED
+                ).fit(np.column_stack([x0, x1, x2]))
+                aris.append(adjusted_rand_score(z, est.labels_[:, 1]))
+            out[share] = float(np.mean(aris))
+        return out
+
+    def track_ari_mixed_child(self, cache, share_parent_groups):
+        return cache[share_parent_groups]
+
+    track_ari_mixed_child.unit = "score"

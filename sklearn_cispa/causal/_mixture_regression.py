@@ -88,39 +88,109 @@ def _residual_partition(Z, y, k):
     return ranks * k // n
 
 
-def _em_once(Z, y, k, max_iter, rng, var_floor, start=None, moments=None):
-    """One EM run from a uniformly random partition of the rows (flexmix's start), or
-    from the given partition ``start``."""
-    n = Z.shape[0]
-    R = np.zeros((n, k))
-    part = rng.integers(k, size=n) if start is None else start
-    R[np.arange(n), part] = 1.0
-    ll_old = -np.inf
-    ll = -np.inf
-    B = s2 = pi = None
-    n_iter = 0
+def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
+    """EM runs from the given hard partitions, all at once.
+
+    ``starts`` is a list of integer partitions of the rows and ``n_components`` the
+    number of starting components of each run. The runs are vectorised: the
+    responsibilities are one ``(n_runs, K, n)`` array (``K = max(n_components)``),
+    components that a run does not have (or has dropped below the minimum prior) are
+    masked, and a run leaves the batch as soon as its log-likelihood changes by less
+    than ``REL_TOL`` relative, so every run follows exactly the iterations it would
+    follow alone.
+
+    Returns one dict per run with ``ll``, ``B``, ``s2``, ``pi`` (active components only,
+    in their starting order) and ``n_iter``.
+    """
+    n, d = Z.shape
+    ZZ, Zy = _moments(Z, y) if moments is None else moments
+    m, K = len(starts), max(n_components)
+    R = np.zeros((m, K, n))
+    active = np.zeros((m, K), dtype=bool)
+    rows = np.arange(n)
+    for r, (part, k) in enumerate(zip(starts, n_components)):
+        R[r, np.asarray(part), rows] = 1.0
+        active[r, :k] = True
+    eye = np.eye(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye)
+
+
+def _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye):
+    """The iterations of :func:`_em_batch` (divisions by empty components are masked)."""
+    n, d = Z.shape
+    ZT = np.ascontiguousarray(Z.T)
+    m, K = active.shape
+    runs = np.arange(m)  # original index of every run still in the batch
+    ll_old = np.full(m, -np.inf)
+    results = [None] * m
+    all_active = bool(active.all())
     for n_iter in range(1, max_iter + 1):
-        # M-step (components below the minimum prior are dropped first: same result)
-        Nk = R.sum(axis=0)
-        pi = Nk / n
-        keep = pi >= MIN_PRIOR
-        if not keep.any():
-            keep = pi == pi.max()
-        if not keep.all():
-            R, Nk = R[:, keep], Nk[keep]
-        pi = Nk / Nk.sum()
-        B = _wls(Z, y, R, moments)
-        res2 = (y[:, None] - Z @ B.T) ** 2
-        s2 = np.maximum((R * res2).sum(axis=0) / Nk, var_floor)
-        # E-step
-        logp = np.log(pi)[None, :] - 0.5 * (_LOG_2PI + np.log(s2))[None, :] - 0.5 * res2 / s2
-        ll_i = _logsumexp_rows(logp)
-        ll = float(ll_i.sum())
-        R = np.exp(logp - ll_i[:, None])
-        if abs(ll - ll_old) <= REL_TOL * abs(ll):
-            break
-        ll_old = ll
-    return {"ll": ll, "B": B, "s2": s2, "pi": pi, "n_iter": n_iter}
+        mr = len(runs)
+        # M-step; components below the minimum prior are dropped first
+        Nk = R.sum(axis=2)
+        keep = active & (Nk / n >= MIN_PRIOR)
+        none = ~keep.any(axis=1)
+        if none.any():
+            masked = np.where(active, Nk, -np.inf)
+            keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
+        if (keep != active).any():
+            active = keep
+            R *= active[:, :, None]
+            all_active = False
+        if not all_active:
+            Nk = np.where(active, Nk, 0.0)
+        pi = Nk / Nk.sum(axis=1, keepdims=True)
+        R2 = R.reshape(mr * K, n)
+        G = (R2 @ ZZ).reshape(mr * K, d, d)
+        b = R2 @ Zy
+        scale = np.trace(G, axis1=1, axis2=2) / d
+        G += (1e-10 * scale + 1e-300)[:, None, None] * eye
+        B = np.linalg.solve(G, b[:, :, None])[:, :, 0]  # (mr * K, d)
+        res2 = B @ ZT
+        res2 -= y
+        res2 *= res2  # (mr * K, n)
+        s2 = np.maximum(np.einsum("ij,ij->i", R2, res2) / Nk.ravel(), var_floor)
+        if all_active:
+            log_pi = np.log(pi.ravel())
+        else:
+            act = active.ravel()
+            s2 = np.where(act, s2, 1.0)
+            log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
+        # E-step: log pi_c + log N(y; mean_c, s2_c), normalised over the components
+        logp = res2
+        logp *= (-0.5 / s2)[:, None]
+        logp += (log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, None]
+        logp = logp.reshape(mr, K, n)
+        mx = logp.max(axis=1)
+        logp -= mx[:, None, :]
+        R = np.exp(logp, out=logp)
+        tot = R.sum(axis=1)
+        R /= tot[:, None, :]
+        ll = (mx + np.log(tot)).sum(axis=1)
+        done = np.abs(ll - ll_old) <= REL_TOL * np.abs(ll)
+        if n_iter == max_iter:
+            done[:] = True
+        if done.any():
+            B3 = B.reshape(mr, K, d)
+            s22 = s2.reshape(mr, K)
+            for i in np.flatnonzero(done):
+                a = active[i]
+                results[runs[i]] = {
+                    "ll": float(ll[i]),
+                    "B": B3[i, a],
+                    "s2": s22[i, a],
+                    "pi": pi[i, a],
+                    "n_iter": n_iter,
+                }
+            stay = ~done
+            if not stay.any():
+                break
+            runs, active, ll_old = runs[stay], active[stay], ll[stay]
+            R = R[stay]
+        else:
+            ll_old = ll
+    return results
 
 
 def _order_by_weight(fit):
@@ -128,50 +198,143 @@ def _order_by_weight(fit):
     return {**fit, "B": fit["B"][order], "s2": fit["s2"][order], "pi": fit["pi"][order]}
 
 
-def fit_mixture_k(Z, y, k, *, n_init, max_iter, entropy, var_floor):
-    """Best of ``n_init`` EM runs for exactly ``k`` starting components.
-
-    ``entropy`` (a tuple of non-negative ints) seeds every run: run ``r`` of ``k`` uses
-    ``numpy.random.default_rng([*entropy, k, r])``, so a fit depends only on its key.
-    """
-    if k == 1:
-        fit = _ols_fit(Z, y, var_floor)
-    else:
-        fit = None
-        moments = _moments(Z, y)
-        for r in range(n_init):
-            rng = np.random.default_rng([*entropy, k, r])
-            start = _residual_partition(Z, y, k) if r == 0 else None
-            cand = _em_once(Z, y, k, max_iter, rng, var_floor, start, moments)
-            if fit is None or cand["ll"] > fit["ll"]:
-                fit = cand
+def _finish(fit, n, d):
     fit = _order_by_weight(fit)
     k_eff = len(fit["pi"])
-    n, d = Z.shape
     fit["k"] = k_eff
     fit["bic"] = -2.0 * fit["ll"] + _n_params(k_eff, d - 1) * np.log(n)
     return fit
 
 
-def fit_mixture_bic(Z, y, *, max_components, n_init, max_iter, entropy):
-    """Fit k = 1..max_components and keep the fit of minimum BIC (ties: smallest k).
+def fit_mixtures(Z, y, ks, *, n_init, max_iter, entropy, var_floor):
+    """Best of ``n_init`` EM runs for every k of ``ks``, all runs in one batch.
 
-    Returns the best fit (a dict with ``B``, ``s2``, ``pi``, ``ll``, ``bic``, ``k``)
-    and the BIC of every k tried (NaN for k not affordable with the rows given).
+    ``entropy`` (a tuple of non-negative ints) seeds every run: run ``r`` of ``k`` uses
+    ``numpy.random.default_rng([*entropy, k, r])``, so a fit depends only on its key.
+    Run 0 starts from the OLS-residual-rank partition, the others from uniformly random
+    partitions. Returns ``{k: fit}``.
     """
     n, d = Z.shape
-    var_floor = VAR_FLOOR * max(float(np.var(y)), np.finfo(float).tiny)
-    k_max = max(1, _max_affordable_k(n, d - 1, max_components))
-    bics = np.full(max_components, np.nan)
+    fits = {}
+    if 1 in ks:
+        fits[1] = _finish(_ols_fit(Z, y, var_floor), n, d)
+    em_ks = [k for k in ks if k > 1]
+    if not em_ks:
+        return fits
+    starts, n_comp = [], []
+    for k in em_ks:
+        starts.append(_residual_partition(Z, y, k))
+        starts += [
+            np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
+        ]
+        n_comp += [k] * n_init
+    runs = _em_batch(Z, y, starts, n_comp, max_iter, var_floor)
+    for i, k in enumerate(em_ks):
+        best = None
+        for cand in runs[i * n_init : (i + 1) * n_init]:
+            if best is None or cand["ll"] > best["ll"]:
+                best = cand
+        fits[k] = _finish(best, n, d)
+    return fits
+
+
+def _scale_columns(A):
+    """Column means and standard deviations without overflow or underflow.
+
+    Columns are first divided by their largest absolute value, so that squares stay in
+    range for data from about 1e-300 to 1e300. Constant columns get scale 1.
+    Returns the standardised columns, the means and the standard deviations.
+    """
+    span = np.max(np.abs(A), axis=0)
+    span = np.where(span > 0, span, 1.0)
+    Ab = A / span
+    mean_b = Ab.mean(axis=0)
+    sd_b = Ab.std(axis=0)
+    const = ~(sd_b > 0)
+    sd_b[const] = 1.0
+    scaled = (Ab - mean_b) / sd_b
+    sd = np.where(const, 1.0, sd_b * span)
+    return scaled, mean_b * span, sd
+
+
+def _standardise(X, y):
+    """Centre and scale the regressors and the target (constant columns keep scale 1).
+
+    Every fit runs on standardised data, so that the result is equivariant under
+    per-column offsets and rescaling of X and y (the weighted least squares, the ridge
+    and the variance floor then see data of unit scale whatever the caller's units).
+    """
+    Xs, x_mean, x_sd = _scale_columns(X)
+    ys, y_mean, y_sd = _scale_columns(y[:, None])
+    return Xs, ys[:, 0], (x_mean, x_sd, float(y_mean[0]), float(y_sd[0]))
+
+
+def _unstandardise(fit, stats, n):
+    """Map a fit on standardised data back to the caller's units.
+
+    Coefficients and intercepts transform linearly; ``sigma`` scales with ``y``; the
+    log-likelihood of the original data differs by the Jacobian ``-n log(sd_y)``.
+    """
+    x_mean, x_sd, y_mean, y_sd = stats
+    B = fit["B"]
+    coef = B[:, 1:] * (y_sd / x_sd)[None, :]
+    intercept = y_mean + y_sd * B[:, 0] - coef @ x_mean
+    ll = fit["ll"] - n * np.log(y_sd)
+    with np.errstate(over="ignore", under="ignore"):
+        s2 = fit["s2"] * np.float64(y_sd) ** 2
+    out = {**fit, "B": np.hstack([intercept[:, None], coef]), "s2": s2}
+    out["sigma"] = np.sqrt(fit["s2"]) * y_sd
+    out["std"] = {"B": fit["B"], "s2": fit["s2"], "stats": stats}
+    out["ll"] = ll
+    out["bic"] = fit["bic"] - 2.0 * (ll - fit["ll"])
+    return out
+
+
+def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, patience=None):
+    """Fit every k of ``k_range`` in increasing order and keep the fit of minimum BIC
+    (ties: smallest k).
+
+    With an int ``patience``, the sweep stops once ``patience`` consecutive k have not
+    lowered the best BIC so far, which skips the slowest EM fits (too many components)
+    wherever fewer components already decide. ``None`` tries every k.
+
+    ``X`` holds the regressors without the intercept column (it may have no columns).
+    The fits run on standardised data (:func:`_standardise`), and the returned fit is in
+    the caller's units: a dict with ``B`` (intercept first), ``s2``, ``pi``, ``ll``,
+    ``bic``, ``k``, ``n_iter``. Also returns the BIC of every k tried, in the caller's
+    units (NaN for k not tried).
+    """
+    n, p = X.shape
+    Xs, ys, stats = _standardise(X, y)
+    Z = with_intercept(Xs)
+    var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
+    bics = np.full(max(k_range), np.nan)
+    ks = sorted(k_range)
+    # k = 1 is closed form; the next ``patience`` values of k are always fitted, so they
+    # run as one EM batch; further k one at a time, while the BIC still improves
+    first = len(ks) if patience is None else min(len(ks), 1 + patience)
+    kw = {"n_init": n_init, "max_iter": max_iter, "entropy": entropy, "var_floor": var_floor}
+    fits = fit_mixtures(Z, ys, ks[:first], **kw)
     best = None
-    for k in range(1, k_max + 1):
-        fit = fit_mixture_k(
-            Z, y, k, n_init=n_init, max_iter=max_iter, entropy=entropy, var_floor=var_floor
-        )
+    stale = 0
+    for i, k in enumerate(ks):
+        if k not in fits:
+            fits.update(fit_mixtures(Z, ys, [k], **kw))
+        fit = fits[k]
         bics[k - 1] = fit["bic"]
         if best is None or fit["bic"] < best["bic"]:
-            best = fit
-    return best, bics
+            best, stale = fit, 0
+        else:
+            stale += 1
+            if patience is not None and stale >= patience:
+                break
+    best = _unstandardise(best, stats, n)
+    return best, bics + 2.0 * n * np.log(stats[3])
+
+
+def k_range_bic(n_samples, n_features, max_components):
+    """k = 1..max_components, without the k that the rows cannot afford."""
+    return range(1, max(1, _max_affordable_k(n_samples, n_features, max_components)) + 1)
 
 
 def posterior(Z, y, B, s2, pi):
@@ -259,6 +422,16 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
     are solved through the normal equations with a negligible relative ridge (1e-10), not a
     QR decomposition.
 
+    Units: every fit runs on internally centred and scaled X and y and is mapped back,
+    so the fitted model is equivariant under per-column offsets and rescaling of X and
+    of y (tested from 1e-6 to 1e6 and offsets up to 1e6); the BIC then moves by the
+    Jacobian ``2 n log(scale_y)``.
+
+    Row order: the random starting partitions assign a component to each row in turn, so
+    permuting the training rows changes the starts (as a different ``random_state``
+    does). When EM has several local optima the fit can then differ; with a fixed
+    ``random_state`` and fixed row order it is bit-identical.
+
     References
     ----------
     .. [1] S. Mameche, J. Kalofolias, J. Vreeken. "Causal Mixture Models:
@@ -319,7 +492,6 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         n, p = X.shape
         if np.ptp(y) == 0:
             raise ValueError("y is constant: a mixture of regressions needs a varying target.")
-        Z = with_intercept(X)
         (seed,) = spawn_seeds(self.random_state, 1)
         entropy = (seed,)
         if self.n_components == "bic":
@@ -328,14 +500,7 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
                     f"A mixture of linear regressions with {p} features needs at least "
                     f"{p + 2} samples (n_features + 2), got {n}."
                 )
-            fit, bics = fit_mixture_bic(
-                Z,
-                y,
-                max_components=self.max_components,
-                n_init=self.n_init,
-                max_iter=self.max_iter,
-                entropy=entropy,
-            )
+            k_range = k_range_bic(n, p, self.max_components)
         else:
             k = int(self.n_components)
             need = k * (p + 2)
@@ -344,33 +509,42 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
                     f"n_components={k} with {p} features needs at least {need} samples "
                     f"(n_components * (n_features + 2)), got {n}."
                 )
-            var_floor = VAR_FLOOR * float(np.var(y))
-            fit = fit_mixture_k(
-                Z,
-                y,
-                k,
-                n_init=self.n_init,
-                max_iter=self.max_iter,
-                entropy=entropy,
-                var_floor=var_floor,
+            k_range = [k]
+        fit, bics = fit_mixture_bic(
+            X, y, k_range=k_range, n_init=self.n_init, max_iter=self.max_iter, entropy=entropy
+        )
+        if len(bics) < self.max_components:
+            bics = np.concatenate([bics, np.full(self.max_components - len(bics), np.nan)])
+        std = fit["std"]
+        if not (np.all(np.isfinite(fit["B"])) and np.all(np.isfinite(fit["sigma"]))):
+            raise ValueError(
+                "The fitted coefficients or noise scales overflow float64 in the units of "
+                "X and y; rescale X or y."
             )
-            bics = np.full(max(k, self.max_components), np.nan)
-            bics[k - 1] = fit["bic"]
+        if not np.all(fit["sigma"] > 0):
+            raise ValueError(
+                "The noise scale of y underflows float64 (y varies by less than about "
+                "1e-300); rescale y."
+            )
+        self._std_fit = std
         self.n_components_ = int(fit["k"])
         self.intercept_ = fit["B"][:, 0].copy()
         self.coef_ = fit["B"][:, 1:].copy()
         self.weights_ = fit["pi"].copy()
-        self.sigma_ = np.sqrt(fit["s2"])
+        self.sigma_ = fit["sigma"]
         self.bic_ = float(fit["bic"])
         self.bic_scores_ = bics
         self.log_likelihood_ = float(fit["ll"])
         self.n_iter_ = int(fit["n_iter"])
-        self.labels_ = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
+        Zs, ys, _ = self._standardised(X, y)
+        self.labels_ = np.argmax(posterior(Zs, ys, std["B"], std["s2"], self.weights_), axis=1)
         return self
 
-    def _params(self):
-        B = np.hstack([self.intercept_[:, None], self.coef_])
-        return B, self.sigma_**2, self.weights_
+    def _standardised(self, X, y):
+        """X and y in the units of the internal fit, and log(sd_y) (the Jacobian)."""
+        x_mean, x_sd, y_mean, y_sd = self._std_fit["stats"]
+        Zs = with_intercept((X - x_mean) / x_sd)
+        return Zs, (y - y_mean) / y_sd, np.log(y_sd)
 
     def predict(self, X):
         """Mixture mean ``sum_c weights_[c] * (intercept_[c] + X @ coef_[c])``.
@@ -387,35 +561,35 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        B, _, pi = self._params()
-        return with_intercept(X) @ B.T @ pi
+        return (self.intercept_ + X @ self.coef_.T) @ self.weights_
 
     def _check_xy(self, X, y):
         X, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
-        return with_intercept(X), y
+        return self._standardised(X, y)
 
-    def predict_proba(self, X, y=None):
-        """Posterior probabilities of the components given X and y.
+    def predict_component_proba(self, X, y):
+        """Posterior probabilities of the mixture components given X and y.
+
+        The component of a sample is identified by its target as well as its regressors,
+        so this takes ``y``; it is not a classifier's ``predict_proba`` (the components do
+        not depend on X alone in this model: without ``y``, the probabilities are
+        ``weights_``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Regressors.
-        y : array-like of shape (n_samples,), default=None
-            Target. Without it, the probabilities given X alone are returned, which are
-            the mixing weights (the component does not depend on X in this model).
+        y : array-like of shape (n_samples,)
+            Target.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_components)
-            Responsibilities; rows sum to one.
+            Responsibilities; rows sum to one, columns ordered as ``weights_``.
         """
         check_is_fitted(self)
-        if y is None:
-            X = validate_data(self, X, reset=False, dtype=np.float64)
-            return np.tile(self.weights_, (X.shape[0], 1))
-        Z, y = self._check_xy(X, y)
-        return posterior(Z, y, *self._params())
+        Zs, ys, _ = self._check_xy(X, y)
+        return posterior(Zs, ys, self._std_fit["B"], self._std_fit["s2"], self.weights_)
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R^2 of ``predict(X)`` (the mixture mean).
@@ -434,7 +608,17 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
         score : float
             R^2 of the mixture mean; see :meth:`bic` for a likelihood-based criterion.
         """
-        return super().score(X, y, sample_weight=sample_weight)
+        from sklearn.metrics import r2_score
+
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
+        # R^2 is invariant under an affine map of y and the prediction: compute it in the
+        # fit's units, where squares neither overflow nor underflow
+        _, _, y_mean, y_sd = self._std_fit["stats"]
+        y_pred = self.predict(X)
+        return float(
+            r2_score((y - y_mean) / y_sd, (y_pred - y_mean) / y_sd, sample_weight=sample_weight)
+        )
 
     def bic(self, X, y):
         """Bayesian information criterion of the fitted model on (X, y).
@@ -452,7 +636,9 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
             ``-2 loglik + df log n`` with ``df = k (p + 2) + (k - 1)``; lower is better.
         """
         check_is_fitted(self)
-        Z, y = self._check_xy(X, y)
-        ll = float(_logsumexp_rows(_loglik_matrix(Z, y, *self._params())).sum())
+        Zs, ys, log_sd = self._check_xy(X, y)
+        std = self._std_fit
+        ll = _logsumexp_rows(_loglik_matrix(Zs, ys, std["B"], std["s2"], self.weights_))
+        ll = float(ll.sum()) - len(ys) * log_sd
         df = _n_params(self.n_components_, self.n_features_in_)
-        return -2.0 * ll + df * np.log(Z.shape[0])
+        return -2.0 * ll + df * np.log(len(ys))

@@ -201,23 +201,3 @@ def load_cmm_demo():
     with resources.as_file(folder.joinpath("example_synthetic_g.tsv")) as path:
         adjacency = np.loadtxt(path, skiprows=1).astype(np.int64)
     return X, adjacency
-
-
-def node_truth_labels(node, estimated_parents, adjacency, mixing_sets, mixing_labels):
-    """The reference's "observed truth" grouping of one node (used for per-node AMI).
-
-    The joint of the node's own mixing labels with those of its true parents that are
-    missing from the estimated parent set.
-    """
-    set_of = {j: m for m, s in enumerate(mixing_sets) for j in s}
-    cols = []
-    if node in set_of:
-        cols.append(mixing_labels[:, set_of[node]])
-    missing = set(np.flatnonzero(adjacency[:, node])) - set(estimated_parents)
-    for p in sorted(missing):
-        if p in set_of:
-            cols.append(mixing_labels[:, set_of[p]])
-    if not cols:
-        return np.zeros(mixing_labels.shape[0], dtype=np.int64)
-    _, inv = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
-    return inv.ravel()

@@ -9,6 +9,8 @@ an old scipy.
 
 import numpy as np
 
+from sklearn_cispa.causal._causal_mixture import _cpdag_to_adjacency
+
 
 def edge_counts(est, true):
     """TP, FP, FN of directed edges (a reversed edge is one FP and one FN)."""
@@ -37,18 +39,7 @@ def shd(est, true):
 def cpdag_to_adjacency(graph):
     """causal-learn's endpoint matrix to an adjacency: ``graph[j, i] == 1`` and
     ``graph[i, j] == -1`` is ``i -> j``; -1/-1 (undirected) is counted both ways."""
-    graph = np.asarray(graph)
-    n = len(graph)
-    adj = np.zeros((n, n), dtype=np.int64)
-    for i in range(n):
-        for j in range(n):
-            if i == j:
-                continue
-            if graph[j, i] == 1 and graph[i, j] == -1:
-                adj[i, j] = 1
-            elif graph[i, j] == -1 and graph[j, i] == -1:
-                adj[i, j] = 1
-    return adj
+    return _cpdag_to_adjacency(graph)
 
 
 def run_ges(X):
@@ -125,3 +116,4 @@ def gmm_node_labels(X, node, parents, max_components=5, random_state=0):
         if bic < best_bic:
             best, best_bic = gm, bic
     return best.predict(data)
+
