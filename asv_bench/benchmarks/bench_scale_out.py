@@ -73,6 +73,11 @@ class ScaleOut:
     repeat = 1
 
     def setup(self, workload, backend):
+        from threadpoolctl import threadpool_limits
+
+        # one BLAS/OpenMP thread in this process too: a multi-threaded serial run on a
+        # shared machine is slowed by oversubscription and inflates the ratio
+        self.limits = threadpool_limits(limits=1)
         self.run = _workload(workload)
         self.cluster = self.client = None
         if backend == "dask":
@@ -87,6 +92,7 @@ class ScaleOut:
             self.client = distributed.Client(self.cluster)
 
     def teardown(self, workload, backend):
+        self.limits.restore_original_limits()
         if self.client is not None:
             self.client.close()
             self.cluster.close()

@@ -185,8 +185,9 @@ def _dask_backend_with_cached_scatter(backend, shared):
     cache = _SCATTERED.setdefault(id(client), {})
     futures = {}
     with _SCATTER_LOCK:
-        for key, (ref, _) in list(cache.items()):
-            if ref() is None:
+        for key, (ref, fut) in list(cache.items()):
+            # drop entries whose object died (its id may be reused) or whose data is gone
+            if ref() is None or fut.client is not client or fut.status != "finished":
                 del cache[key]
         missing = [obj for obj in shared if id(obj) not in cache]
         if missing:
