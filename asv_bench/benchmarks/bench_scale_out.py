@@ -103,6 +103,7 @@ class ScaleOut:
         self.run(1)  # warm-up (imports, caches)
         serial = _seconds(self.run, 1)
         if backend == "loky":
+            self.run(2)  # warm-up: start the reusable worker pool
             parallel = _seconds(self.run, 2)
         else:
             with parallel_config(backend="dask"):

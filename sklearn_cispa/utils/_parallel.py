@@ -27,7 +27,7 @@ import numpy as np
 from joblib import effective_n_jobs, parallel_config
 from joblib.parallel import get_active_backend
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 from sklearn.utils.parallel import Parallel, delayed
 
 # an argument shared by several tasks is sent once when it is at least this large
@@ -35,11 +35,21 @@ _SHARE_MIN_BYTES = 100_000
 # batches per worker when tasks are grouped
 _BATCHES_PER_WORKER = 4
 
+_N_JOBS = [
+    Interval(numbers.Integral, None, -1, closed="right"),
+    Interval(numbers.Integral, 1, None, closed="left"),
+    None,
+]
+
 # Dask futures of arguments already scattered, per client: id(obj) -> (weakref, future)
 _SCATTERED = {}
 _SCATTER_LOCK = threading.Lock()
 
 
+@validate_params(
+    {"random_state": ["random_state"], "n": [Interval(numbers.Integral, 0, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
 def spawn_seeds(random_state, n):
     """Draw ``n`` independent integer seeds up front from ``random_state``.
 
@@ -70,6 +80,9 @@ def spawn_seeds(random_state, n):
     return [int(s) for s in rng.randint(0, np.iinfo(np.int32).max, size=int(n))]
 
 
+@validate_params(
+    {"estimator": [HasMethods(["get_params", "set_params"])]}, prefer_skip_nested_validation=True
+)
 def pin_n_jobs(estimator):
     """Set every ``n_jobs`` parameter of ``estimator`` (nested ones too) to 1, in place.
 
@@ -103,6 +116,7 @@ def pin_n_jobs(estimator):
     return estimator
 
 
+@validate_params({"n_jobs": _N_JOBS}, prefer_skip_nested_validation=True)
 def outer_n_jobs(n_jobs=None):
     """Number of workers a :func:`parallel_map` call with ``n_jobs`` would use.
 
@@ -209,11 +223,7 @@ def _dask_backend_with_cached_scatter(backend, shared):
     {
         "func": [callable],
         "tasks": [Iterable],
-        "n_jobs": [
-            Interval(numbers.Integral, None, -1, closed="right"),
-            Interval(numbers.Integral, 1, None, closed="left"),
-            None,
-        ],
+        "n_jobs": _N_JOBS,
         "verbose": ["verbose"],
         "prefer": [StrOptions({"processes", "threads"}), None],
         "require": [StrOptions({"sharedmem"}), None],
