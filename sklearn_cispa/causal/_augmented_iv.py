@@ -4,12 +4,16 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy import linalg, optimize
+from scipy import linalg, optimize, stats
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_cispa.causal._augmentations import apply_augmentation
+from sklearn_cispa.causal._augmentations import (
+    ComposeAugmentations,
+    GaussianNoiseAugmentation,
+    apply_augmentation,
+)
 from sklearn_cispa.utils import check_random_generator
 
 __all__ = ["AugmentedIVRegressor"]
@@ -20,10 +24,23 @@ _EPS = np.finfo(np.float64).eps
 # --------------------------------------------------------------------------------------
 # Linear algebra: the IVL_alpha family through reduced (never N x N) quantities
 # --------------------------------------------------------------------------------------
+# Rows of the stacked matrix [G | Xa | Ya] factorised at a time: the QR is updated block
+# by block (tall-skinny QR), so a fit never holds a second N-row copy of the data.
+_BLOCK_ROWS = 8192
+
+
+def _row_blocks(n_rows, rows):
+    """Yield row selectors (slices, or index arrays when ``rows`` is given) of bounded size."""
+    total = n_rows if rows is None else rows.size
+    for start in range(0, total, _BLOCK_ROWS):
+        stop = min(total, start + _BLOCK_ROWS)
+        yield slice(start, stop) if rows is None else rows[start:stop]
+
+
 class _ReducedProblem:
     """Sufficient statistics of one (Xa, Ya, G) triple for every alpha.
 
-    One Householder QR (R factor only) of ``M = [G | Xa | Ya]`` gives everything: with
+    A QR decomposition (R factor only) of ``M = [G | Xa | Ya]`` gives everything: with
     ``M = Q R`` and ``R = [R_G | R_X | r_y]``, ``G = Q R_G``, so an orthonormal basis of
     col(G) is ``Q U_r`` with ``U_r`` the left singular vectors of ``R_G`` above the rank
     tolerance ``max(N, p) * eps * s_max``. Then
@@ -33,31 +50,50 @@ class _ReducedProblem:
 
     Every estimator of the family then works on arrays with at most ``p + d + 1`` rows:
     the fit is one O(N (p + d)^2) factorisation, and each extra alpha costs O((p + d) d^2).
-    No N x N matrix, and no N-row orthogonal factor, is ever formed.
+    No N x N matrix, no N-row orthogonal factor and no N-row copy of the data is formed:
+    ``R`` is updated block by block of ``_BLOCK_ROWS`` rows (``rows`` selects a subset of
+    the rows, for the held-out split of ``alpha="cv"``, without copying it).
     """
 
-    def __init__(self, Xa, Ya, G, fit_intercept):
-        n_rows, n_features = Xa.shape
+    def __init__(self, Xa, Ya, G, fit_intercept, rows=None):
+        n_features = Xa.shape[1]
         p = G.shape[1]
+        n_rows = Xa.shape[0] if rows is None else rows.size
         self.n_rows, self.n_features = n_rows, n_features
-        # the stacked matrix, built in Fortran order so that LAPACK can overwrite it
-        M = np.empty((n_rows, p + n_features + 1), order="F")
-        M[:, :p] = G
-        M[:, p : p + n_features] = Xa
-        M[:, -1] = Ya
-        if fit_intercept:
-            means = M.mean(axis=0)
-            M -= means
-            self.x_mean = means[p : p + n_features]
-            self.y_mean = float(means[-1])
-        else:
-            self.x_mean = np.zeros(n_features)
+        k = p + n_features + 1
+        blocks = list(_row_blocks(Xa.shape[0], rows))
+        # column means over the selected rows (one pass, block by block)
+        means = np.zeros(k)
+        if fit_intercept and n_rows:
+            for sel in blocks:
+                means[:p] += G[sel].sum(axis=0)
+                means[p : p + n_features] += Xa[sel].sum(axis=0)
+                means[-1] += Ya[sel].sum()
+            means /= n_rows
+        self.x_mean = means[p : p + n_features].copy()
+        self.y_mean = float(means[-1])
+        if not fit_intercept:
+            self.x_mean[:] = 0.0
             self.y_mean = 0.0
         # column means of the Xa that enters the QR (zero when centred), for its covariance
-        self.qr_mean = np.zeros(n_features) if fit_intercept else Xa.mean(axis=0)
-        # "raw" mode factorises in place and returns the reduced (min(N, k) x k) R
-        _, R = linalg.qr(M, mode="raw", overwrite_a=True, check_finite=False)
-        del M
+        if fit_intercept or not n_rows:
+            self.qr_mean = np.zeros(n_features)
+        else:
+            self.qr_mean = sum(Xa[sel].sum(axis=0) for sel in blocks) / n_rows
+        R = np.zeros((0, k))
+        for sel in blocks:
+            block = np.empty((R.shape[0] + _sel_len(sel), k), order="F")
+            block[: R.shape[0]] = R
+            rest = block[R.shape[0] :]
+            rest[:, :p] = G[sel]
+            rest[:, p : p + n_features] = Xa[sel]
+            rest[:, -1] = Ya[sel]
+            if fit_intercept:
+                rest -= means
+            # "raw" mode factorises in place and returns the reduced (min(rows, k) x k) R
+            R = linalg.qr(block, mode="raw", overwrite_a=True, check_finite=False)[1]
+            R = np.array(R[: min(R.shape[0], k)])
+            del block, rest  # free the block before the next one is allocated
         R_G, self.Rx, self.QxtY = R[:, :p], R[:, p : p + n_features], R[:, -1]
 
         # orthonormal basis of col(G) inside the span of Q
@@ -70,6 +106,14 @@ class _ReducedProblem:
         self.rank_G = Ur.shape[1]
         self.QtX = Ur.T @ self.Rx
         self.QtY = Ur.T @ self.QxtY
+
+    def ar_statistic(self, coef):
+        """Anderson-Rubin statistic ``N ||P_G r||^2 / ||r||^2`` of the residual ``r``."""
+        iv = float(np.sum((self.QtY - self.QtX @ coef) ** 2))
+        erm = float(np.sum((self.QxtY - self.Rx @ coef) ** 2))
+        if erm <= 0.0:
+            return 0.0
+        return self.n_rows * iv / erm
 
     def intercept(self, coef):
         return self.y_mean - float(self.x_mean @ coef)
@@ -103,6 +147,10 @@ class _ReducedProblem:
             return h_p
         c = _lstsq(self.Rx @ Nn, self.QxtY - self.Rx @ h_p)
         return h_p + Nn @ c
+
+
+def _sel_len(sel):
+    return sel.stop - sel.start if isinstance(sel, slice) else sel.size
 
 
 def _lstsq(A, b):
@@ -166,6 +214,63 @@ def _confounder_correction_target(problem):
     return float(np.sqrt(1.0 - beta) * norm), theta, beta
 
 
+def _pulse_alpha(problem, p_min):
+    """PULSE (Jakobsen and Peters, 2022): the largest alpha not rejected by the AR test.
+
+    The Anderson-Rubin statistic ``T(h) = N ||P_G r||^2 / ||r||^2`` of the residual
+    ``r = Ya - Xa h`` is compared with the ``1 - p_min`` quantile of the chi-square
+    distribution with ``rank(G)`` degrees of freedom. Along the k-class path ``T(h_alpha)``
+    is non-decreasing in alpha (a larger alpha trades IV risk for least-squares risk), so
+    the largest accepted alpha is found by bisection on ``kappa = 1 / (1 + alpha)``.
+
+    Returns the alpha and the p-value of the test at it. When even ``alpha = 0`` is
+    rejected (over-identified, invalid instruments), warns and returns 0.
+    """
+    df = problem.rank_G
+    if df == 0:
+        return np.inf, np.nan
+    quantile = stats.chi2.isf(p_min, df)
+
+    def statistic(alpha):
+        return problem.ar_statistic(problem.solve(alpha))
+
+    t_inf = statistic(np.inf)
+    if t_inf <= quantile:
+        return np.inf, float(stats.chi2.sf(t_inf, df))
+    t_zero = statistic(0.0)
+    if t_zero > quantile:
+        warnings.warn(
+            f"alpha='pulse': the Anderson-Rubin test rejects at level p_min={p_min} even at "
+            "alpha = 0 (the augmentation parameters are not valid instruments, or p_min is "
+            "too large); using alpha = 0.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return 0.0, float(stats.chi2.sf(t_zero, df))
+    # invariant: kappa = lo is rejected, kappa = hi is accepted
+    lo, hi, t_hi = 0.0, 1.0, t_zero
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi or hi - lo <= 1e-12 * hi:
+            break
+        t_mid = statistic((1.0 - mid) / mid)
+        if t_mid <= quantile:
+            hi, t_hi = mid, t_mid
+        else:
+            lo = mid
+    alpha = (1.0 - hi) / hi if hi < 1.0 else 0.0
+    return float(alpha), float(stats.chi2.sf(t_hi, df))
+
+
+def _has_gaussian_noise(augmentation):
+    """Whether the augmentation is, or composes, a GaussianNoiseAugmentation."""
+    if isinstance(augmentation, GaussianNoiseAugmentation):
+        return True
+    if isinstance(augmentation, ComposeAugmentations):
+        return any(_has_gaussian_noise(a) for a in augmentation.augmentations)
+    return False
+
+
 # --------------------------------------------------------------------------------------
 # The estimator
 # --------------------------------------------------------------------------------------
@@ -192,15 +297,27 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
         on the full training ``X``; ``X_aug`` must have the shape of ``X`` and ``G`` one
         row per sample, drawn independently of the data. ``None`` means no augmentation:
         the estimator is ordinary least squares and ``alpha`` is ignored.
-    alpha : float, np.inf or {"cv", "level_cv", "confounder_correction"}, default="cv"
+    alpha : float, np.inf or {"pulse", "cv", "confounder_correction"}, default="pulse"
         Weight of the least-squares risk next to the IV risk. ``0`` is the limit
         ``alpha -> 0+`` (the IV solution of smallest least-squares risk), ``np.inf`` is
         least squares on augmented data; a finite value gives the k-class estimator with
-        ``kappa = 1 / (1 + alpha)`` and instrument ``G``. A string selects alpha from
-        ``np.geomspace(*alpha_range, n_alphas)``: ``"cv"`` by held-out R^2 on a random
-        split of the rows, ``"level_cv"`` by held-out MSE on held-out levels of the
-        binned ``G``, ``"confounder_correction"`` by matching the norm of the
-        coefficients to Janzing's (2019) confounding-corrected norm.
+        ``kappa = 1 / (1 + alpha)`` and instrument ``G``. A string selects alpha:
+
+        - ``"pulse"`` (default): the PULSE of Jakobsen and Peters (2022), the largest
+          alpha (closest to least squares) whose residual passes the Anderson-Rubin
+          test ``N ||P_G r||^2 / ||r||^2 <= chi2_{rank(G)}(1 - p_min)``, with
+          ``N = n_samples * n_augment``. It uses all rows (no split, no random draw)
+          and ignores ``n_alphas`` and ``alpha_range``.
+        - ``"cv"``: held-out R^2 on a random split of the original rows over
+          ``np.geomspace(*alpha_range, n_alphas)``. The held-out R^2 is measured on
+          confounded data, so it favours the larger (more confounded) alphas and in
+          practice returns the top of ``alpha_range`` (``alpha = 1`` by default); it is
+          kept for comparison with the paper.
+        - ``"confounder_correction"``: over the same grid, the alpha whose coefficient
+          norm is closest to Janzing's (2019) confounding-corrected norm.
+    p_min : float, default=0.05
+        Significance level of the Anderson-Rubin test of ``alpha="pulse"``; a larger
+        value demands a residual less correlated with ``G`` and gives a smaller alpha.
     n_alphas : int, default=10
         Number of candidate alphas for the selectors.
     alpha_range : tuple of two floats, default=(1e-4, 1.0)
@@ -210,7 +327,7 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
     fit_intercept : bool, default=True
         Fit an intercept by centring the augmented ``X``, ``y`` and ``G``.
     validation_fraction : float, default=0.2
-        Share of the original rows ("cv") or of the levels ("level_cv") held out.
+        Share of the original rows held out by ``alpha="cv"``.
     random_state : int, RandomState instance or None, default=None
         Seeds the augmentation draws and the validation split.
 
@@ -224,8 +341,9 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
         The alpha of the final fit (``np.inf`` when ``augmentation=None``).
     cv_results_ : dict
         ``{"alphas": ndarray, "scores": ndarray}`` in grid order: the candidates and their
-        selection scores. For a numeric ``alpha`` it holds that alpha and a NaN score;
-        both arrays are empty when ``augmentation=None``.
+        selection scores. For ``alpha="pulse"`` it holds the selected alpha and the
+        p-value of the Anderson-Rubin test there; for a numeric ``alpha`` that alpha and a
+        NaN score; both arrays are empty when ``augmentation=None``.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
@@ -252,8 +370,9 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
     - the selectors use a deterministic geometric grid over ``alpha_range`` instead of
       random log-uniform draws, and a seeded ``random_state`` instead of NumPy's global
       state;
-    - ``"level_cv"`` bins ``G`` (2 equal-width bins per column) only to define the
-      levels, and keeps the continuous ``G`` as the instrument;
+    - the paper's ``"level_cv"`` selector is not offered: with continuous ``G`` every
+      row forms its own level, so it reduces to a random split (``"cv"``); PULSE, which
+      tests the instrument itself, is the default selector instead;
     - with ``fit_intercept=True`` the augmented ``X``, ``y`` and ``G`` are centred
       (equivalent to a constant regressor and instrument); the reference has no
       intercept;
@@ -264,6 +383,18 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
       eigendecomposition of the covariance ``Sigma`` of the augmented ``X``, and raises
       when ``Sigma`` is singular.
 
+    The augmentation must be outcome invariant for ``G`` to be a valid instrument.
+    :class:`GaussianNoiseAugmentation` is not: a fit with it and a finite ``alpha_``
+    warns (on unconfounded data ``alpha=0`` then gives a large error where least
+    squares is exact). A constant ``G`` carries no instrument and warns too.
+
+    Row order: the augmentation draws ``G`` row by row from ``random_state`` and
+    ``alpha="cv"`` draws its split by row position, so permuting the training rows
+    changes the draws and the result (not its distribution). With a fixed
+    augmentation (the same ``(X_aug, G)`` rows permuted alike) the fit with a numeric
+    alpha, ``"pulse"`` or ``"confounder_correction"`` does not depend on the row order
+    up to rounding.
+
     References
     ----------
     .. [1] U. Akbar, N. Kilbertus, H. Shen, K. Muandet, B. Dai, "An Analysis of Causal
@@ -272,16 +403,18 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
     .. [2] D. Rothenhaeusler, N. Meinshausen, P. Buehlmann, J. Peters, "Anchor regression:
        heterogeneous data meet causality", JRSS-B 2021, arXiv:1801.06229.
     .. [3] D. Janzing, "Causal Regularization", NeurIPS 2019.
+    .. [4] M. E. Jakobsen, J. Peters, "Distributional robustness of K-class estimators
+       and the PULSE", The Econometrics Journal 25(2), 2022, arXiv:2005.03353.
 
     Examples
     --------
     >>> from sklearn_cispa.causal import AugmentedIVRegressor
     >>> from sklearn_cispa.datasets import make_confounded_linear
     >>> X, y, f, aug = make_confounded_linear(n_samples=500, n_features=8, random_state=0)
-    >>> est = AugmentedIVRegressor(augmentation=aug, alpha="cv", random_state=0).fit(X, y)
+    >>> est = AugmentedIVRegressor(augmentation=aug, random_state=0).fit(X, y)
     >>> est.coef_.shape
     (8,)
-    >>> bool(est.alpha_ in est.cv_results_["alphas"])
+    >>> bool(est.cv_results_["scores"][0] >= 0.05)  # the AR test accepts at alpha_
     True
     """
 
@@ -289,8 +422,9 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
         "augmentation": [None, HasMethods(["augment"]), callable],
         "alpha": [
             Interval(numbers.Real, 0, None, closed="both"),
-            StrOptions({"cv", "level_cv", "confounder_correction"}),
+            StrOptions({"pulse", "cv", "confounder_correction"}),
         ],
+        "p_min": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_alphas": [Interval(numbers.Integral, 1, None, closed="left")],
         "alpha_range": [tuple, list, np.ndarray],
         "n_augment": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -302,7 +436,8 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
     def __init__(
         self,
         augmentation=None,
-        alpha="cv",
+        alpha="pulse",
+        p_min=0.05,
         n_alphas=10,
         alpha_range=(1e-4, 1.0),
         n_augment=1,
@@ -312,6 +447,7 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
     ):
         self.augmentation = augmentation
         self.alpha = alpha
+        self.p_min = p_min
         self.n_alphas = n_alphas
         self.alpha_range = alpha_range
         self.n_augment = n_augment
@@ -342,30 +478,38 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
         return np.geomspace(lo, hi, self.n_alphas)
 
     def _augment(self, X, rng):
-        """Stack ``n_augment`` augmented copies of X; return Xa, G and G of copy 0."""
+        """Stack ``n_augment`` augmented copies of X into preallocated arrays; return Xa, G."""
         children = rng.spawn(self.n_augment)
-        Xs, Gs = [], []
-        for child in children:
-            X_aug, G = apply_augmentation(self.augmentation, X, child)
-            if Gs and G.shape[1] != Gs[0].shape[1]:
+        n = X.shape[0]
+        Xa = G = None
+        for c, child in enumerate(children):
+            X_aug, G_c = apply_augmentation(self.augmentation, X, child)
+            if self.n_augment == 1:
+                return X_aug, G_c
+            if G is None:
+                Xa = np.empty((n * self.n_augment, X.shape[1]))
+                G = np.empty((n * self.n_augment, G_c.shape[1]))
+            elif G_c.shape[1] != G.shape[1]:
                 raise ValueError(
                     "The augmentation returned G with a different number of columns for "
-                    f"different copies ({Gs[0].shape[1]} and {G.shape[1]})."
+                    f"different copies ({G.shape[1]} and {G_c.shape[1]})."
                 )
-            Xs.append(X_aug)
-            Gs.append(G)
-        if len(Xs) == 1:
-            return Xs[0], Gs[0], Gs[0]
-        return np.vstack(Xs), np.vstack(Gs), Gs[0]
+            Xa[c * n : (c + 1) * n] = X_aug
+            G[c * n : (c + 1) * n] = G_c
+            del X_aug, G_c
+        return Xa, G
 
-    def _select_split(self, X, y, Xa, Ya, G, row_id, held_out, alphas, score):
-        train_rows = ~held_out[row_id]
-        problem = _ReducedProblem(Xa[train_rows], Ya[train_rows], G[train_rows], self.fit_intercept)
+    def _select_cv(self, X, y, Xa, Ya, G, held_out, alphas):
+        """Held-out R^2 of every candidate, fitted on the other rows (no copy of them)."""
+        n = X.shape[0]
+        train_rows = np.flatnonzero(~np.tile(held_out, Xa.shape[0] // n))
+        problem = _ReducedProblem(Xa, Ya, G, self.fit_intercept, rows=train_rows)
+        del train_rows
         scores = np.empty(alphas.size)
         Xv, yv = X[held_out], y[held_out]
         for i, a in enumerate(alphas):
             coef = problem.solve(a)
-            scores[i] = score(yv, Xv @ coef + problem.intercept(coef))
+            scores[i] = _r2(yv, Xv @ coef + problem.intercept(coef))
         return scores
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -397,70 +541,59 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
             self.cv_results_ = {"alphas": np.empty(0), "scores": np.empty(0)}
             return self
 
-        Xa, G, G_first = self._augment(X, rng)
+        Xa, G = self._augment(X, rng)
         Ya = np.tile(y, self.n_augment)
-        row_id = np.tile(np.arange(n), self.n_augment)
 
         mode = self.alpha
-        if isinstance(mode, str) and n < 2:
-            raise ValueError(
-                f"alpha={mode!r} selects alpha from held-out data and needs at least 2 "
-                "samples; got n_samples = 1. Use a numeric alpha."
-            )
-        if mode == "level_cv":
-            held_out = self._level_split(G_first, rng)
-            if held_out is None:
-                mode = "cv"
         if mode == "cv":
+            if n < 2:
+                raise ValueError(
+                    "alpha='cv' selects alpha from held-out rows and needs at least 2 "
+                    "samples; got n_samples = 1. Use alpha='pulse' or a numeric alpha."
+                )
             n_val = min(max(1, round(self.validation_fraction * n)), n - 1)
             held_out = np.zeros(n, dtype=bool)
             held_out[rng.choice(n, size=n_val, replace=False)] = True
+            scores = self._select_cv(X, y, Xa, Ya, G, held_out, alphas)
 
-        if isinstance(mode, str):
-            if mode == "confounder_correction":
-                problem = _ReducedProblem(Xa, Ya, G, self.fit_intercept)
-                target, _, _ = _confounder_correction_target(problem)
-                scores = np.array(
-                    [-((np.linalg.norm(problem.solve(a)) - target) ** 2) for a in alphas]
-                )
-            else:
-                score = _r2 if mode == "cv" else _neg_mse
-                scores = self._select_split(X, y, Xa, Ya, G, row_id, held_out, alphas, score)
-            best = int(np.argmax(np.where(np.isnan(scores), -np.inf, scores)))
-            alpha = float(alphas[best])
+        problem = _ReducedProblem(Xa, Ya, G, self.fit_intercept)
+        del Xa, Ya
+        if problem.rank_G == 0:
+            warnings.warn(
+                "The augmentation parameters G are constant (rank 0 after centring), so "
+                "they carry no instrument: the fit is least squares on the augmented data "
+                "(DA+ERM) whatever alpha is.",
+                UserWarning,
+                stacklevel=2,
+            )
+        if mode == "cv":
+            alpha = float(alphas[int(np.argmax(np.where(np.isnan(scores), -np.inf, scores)))])
             self.cv_results_ = {"alphas": alphas, "scores": scores}
+        elif mode == "confounder_correction":
+            target, _, _ = _confounder_correction_target(problem)
+            scores = np.array([-((np.linalg.norm(problem.solve(a)) - target) ** 2) for a in alphas])
+            alpha = float(alphas[int(np.argmax(np.where(np.isnan(scores), -np.inf, scores)))])
+            self.cv_results_ = {"alphas": alphas, "scores": scores}
+        elif mode == "pulse":
+            alpha, p_value = _pulse_alpha(problem, self.p_min)
+            self.cv_results_ = {"alphas": np.array([alpha]), "scores": np.array([p_value])}
         else:
             alpha = float(mode)
             self.cv_results_ = {"alphas": np.array([alpha]), "scores": np.array([np.nan])}
 
-        if mode != "confounder_correction":
-            problem = _ReducedProblem(Xa, Ya, G, self.fit_intercept)
         self.coef_ = problem.solve(alpha)
         self.intercept_ = problem.intercept(self.coef_) if self.fit_intercept else 0.0
         self.alpha_ = alpha
-        return self
-
-    def _level_split(self, G, rng):
-        """Held-out original rows for "level_cv", or None when there is a single level."""
-        lo, hi = G.min(axis=0), G.max(axis=0)
-        codes = (G >= (lo + hi) / 2) & (hi > lo)  # 2 equal-width bins per column
-        _, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-        inverse = inverse.ravel()
-        n_levels = counts.size
-        if n_levels == 1:
+        if np.isfinite(alpha) and problem.rank_G and _has_gaussian_noise(self.augmentation):
             warnings.warn(
-                "alpha='level_cv': the binned augmentation parameters form a single level; "
-                "falling back to alpha='cv'.",
+                "GaussianNoiseAugmentation is not outcome invariant, so its parameters G "
+                f"are not a valid instrument: the fit with the finite alpha_={alpha:.3g} "
+                "can be biased even without confounding. Use alpha=np.inf (least squares "
+                "on the augmented data) with this augmentation.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=2,
             )
-            return None
-        shares = counts / counts.sum()
-        prob = (1.0 - shares) / (n_levels - 1)
-        n_hold = min(max(1, round(self.validation_fraction * n_levels)), n_levels - 1)
-        n_hold = min(n_hold, int(np.count_nonzero(prob)))
-        held_levels = rng.choice(n_levels, size=n_hold, replace=False, p=prob)
-        return np.isin(inverse, held_levels)
+        return self
 
     def predict(self, X):
         """Predict with the causal coefficients on un-augmented ``X``.
@@ -478,7 +611,3 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.coef_ + self.intercept_
-
-
-def _neg_mse(y_true, y_pred):
-    return -float(np.mean((y_true - y_pred) ** 2))

@@ -10,8 +10,15 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_cispa.uncertainty._iipm import _METHODS, maximum_mean_imprecision
-from sklearn_cispa.utils import parallel_map, spawn_seeds
+from sklearn_cispa.uncertainty._iipm import (
+    _METHODS,
+    _mmi_bruteforce,
+    _mmi_exact,
+    _mmi_linear,
+)
+from sklearn_cispa.utils import outer_n_jobs, parallel_map, pin_n_jobs, spawn_seeds
+
+_MMI_KERNELS = {"exact": _mmi_exact, "linear": _mmi_linear, "bruteforce": _mmi_bruteforce}
 
 # Ranges of the default credal ensemble's random hyperparameters (see the class Notes).
 _DEFAULT_N_ESTIMATORS = (10, 100)  # integers in [10, 100)
@@ -82,7 +89,10 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         Pass an int for reproducible fits.
     n_jobs : int, default=None
         Number of members fitted in parallel through joblib; None means 1 unless in a
-        ``joblib.parallel_config`` context, -1 all processors.
+        ``joblib.parallel_config`` context, -1 all processors; 0 is refused. When the
+        members are fitted in parallel, their own ``n_jobs`` parameters (for example the
+        default random forests') are set to 1, so the workers are not oversubscribed
+        and a Dask cluster receives one task per batch of members, not per tree.
 
     Attributes
     ----------
@@ -121,6 +131,11 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
     lower envelope of finitely many members (not stated in the paper, which gives an
     ``O(2**K)`` cost); it is checked against ``"bruteforce"`` in the tests.
 
+    Row order: the default members are bootstrapped random forests, which draw their
+    bootstrap samples by row position, so permuting the training rows changes the
+    members (not their distribution) and hence the scores. ``transform`` and the other
+    prediction methods treat each row on its own.
+
     Each member's ``predict_proba`` is aligned to ``classes_`` by label, a class a member
     never saw getting probability 0. A single deterministic estimator, such as a
     ``LogisticRegression`` with the lbfgs solver, gives identical members; a warning is
@@ -151,7 +166,11 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         "n_members": [Interval(numbers.Integral, 1, None, closed="left")],
         "method": [StrOptions(set(_METHODS))],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": [
+            Interval(numbers.Integral, None, -1, closed="right"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+            None,
+        ],
     }
 
     def __init__(
@@ -218,6 +237,8 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"data contains only one class: {self.classes_[0]!r}."
             )
         members, params = self._build_members()
+        if outer_n_jobs(self.n_jobs) != 1:
+            members = [pin_n_jobs(est) for est in members]
         self.estimators_ = parallel_map(
             _fit_member, [(est, X, y) for est in members], n_jobs=self.n_jobs, prefer="threads"
         )
@@ -297,7 +318,13 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False)
         probas = self._member_probas(X)
-        return maximum_mean_imprecision(probas, method=self.method).reshape(-1, 1)
+        # the members' probabilities were aligned above: no second validation pass
+        mmi = _MMI_KERNELS[self.method](probas)
+        if not np.all(np.isfinite(mmi)):
+            raise ValueError(
+                "A member returned NaN or infinite probabilities; MMI is undefined there."
+            )
+        return mmi.reshape(-1, 1)
 
     def predict_proba(self, X):
         """Centroid of the credal set: the mean of the members' probabilities.

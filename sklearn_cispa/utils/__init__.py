@@ -6,7 +6,7 @@ is defined in one place.
 """
 
 from sklearn_cispa.utils._optional import is_available, optional_import
-from sklearn_cispa.utils._parallel import parallel_map, spawn_seeds
+from sklearn_cispa.utils._parallel import outer_n_jobs, parallel_map, pin_n_jobs, spawn_seeds
 from sklearn_cispa.utils._torch import (
     resolve_device,
     seed_from_random_state,
@@ -32,7 +32,9 @@ __all__ = [
     "check_real",
     "is_available",
     "optional_import",
+    "outer_n_jobs",
     "parallel_map",
+    "pin_n_jobs",
     "resolve_device",
     "seed_from_random_state",
     "spawn_seeds",

@@ -3,13 +3,53 @@
 Every embarrassingly parallel loop goes through :func:`parallel_map`, which uses
 ``sklearn.utils.parallel`` so that scikit-learn's configuration reaches the workers and
 ``joblib.parallel_config(backend="dask")`` sends the tasks to a Dask cluster.
+
+Three things make the loop scale out rather than drown in overhead:
+
+- **large inputs are sent once**: an argument shared by several tasks (the same object,
+  for example the data matrix) is passed to each batch as one top-level argument, so
+  loky memory-maps it once per call and Dask scatters it once; under Dask the scattered
+  copy is also kept for later calls (search rounds) while the caller's object lives;
+- **small tasks are grouped**: the tasks are cut into about four batches per worker, in
+  order, instead of one scheduler round trip per task;
+- **no nested parallelism**: inside an outer parallel loop every task runs with joblib's
+  sequential backend, so members that open their own loops (random forests with
+  ``n_jobs``) do not multiply the workers or flood a Dask scheduler with tiny tasks.
+  :func:`pin_n_jobs` also sets the ``n_jobs`` parameters of an estimator to 1.
 """
 
+import numbers
+import threading
+import weakref
+from collections.abc import Iterable
+
 import numpy as np
+from joblib import effective_n_jobs, parallel_config
+from joblib.parallel import get_active_backend
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 from sklearn.utils.parallel import Parallel, delayed
 
+# an argument shared by several tasks is sent once when it is at least this large
+_SHARE_MIN_BYTES = 100_000
+# batches per worker when tasks are grouped
+_BATCHES_PER_WORKER = 4
 
+_N_JOBS = [
+    Interval(numbers.Integral, None, -1, closed="right"),
+    Interval(numbers.Integral, 1, None, closed="left"),
+    None,
+]
+
+# Dask futures of arguments already scattered, per client: id(obj) -> (weakref, future)
+_SCATTERED = {}
+_SCATTER_LOCK = threading.Lock()
+
+
+@validate_params(
+    {"random_state": ["random_state"], "n": [Interval(numbers.Integral, 0, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
 def spawn_seeds(random_state, n):
     """Draw ``n`` independent integer seeds up front from ``random_state``.
 
@@ -40,11 +80,178 @@ def spawn_seeds(random_state, n):
     return [int(s) for s in rng.randint(0, np.iinfo(np.int32).max, size=int(n))]
 
 
-def parallel_map(func, tasks, *, n_jobs=None, verbose=0, prefer=None, require=None):
+@validate_params(
+    {"estimator": [HasMethods(["get_params", "set_params"])]}, prefer_skip_nested_validation=True
+)
+def pin_n_jobs(estimator):
+    """Set every ``n_jobs`` parameter of ``estimator`` (nested ones too) to 1, in place.
+
+    Use it on the members of an outer parallel loop: their own parallelism would only
+    oversubscribe the workers.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Anything with ``get_params`` and ``set_params``.
+
+    Returns
+    -------
+    estimator : estimator object
+        The same object.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> from sklearn_cispa.utils import pin_n_jobs
+    >>> pin_n_jobs(RandomForestClassifier(n_jobs=-1)).n_jobs
+    1
+    """
+    names = [
+        name
+        for name in estimator.get_params(deep=True)
+        if name == "n_jobs" or name.endswith("__n_jobs")
+    ]
+    if names:
+        estimator.set_params(**dict.fromkeys(names, 1))
+    return estimator
+
+
+@validate_params({"n_jobs": _N_JOBS}, prefer_skip_nested_validation=True)
+def outer_n_jobs(n_jobs=None):
+    """Number of workers a :func:`parallel_map` call with ``n_jobs`` would use.
+
+    Respects an enclosing ``joblib.parallel_config`` (a Dask backend reports its
+    worker threads).
+
+    Parameters
+    ----------
+    n_jobs : int or None, default=None
+        The ``n_jobs`` given to the loop.
+
+    Returns
+    -------
+    n_workers : int
+
+    Examples
+    --------
+    >>> from sklearn_cispa.utils import outer_n_jobs
+    >>> outer_n_jobs(1), outer_n_jobs(None)
+    (1, 1)
+    """
+    return int(effective_n_jobs(n_jobs))
+
+
+class _Shared:
+    """Placeholder for the ``index``-th shared argument inside a stripped task."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _run_batch(func, batch, pin, *shared):
+    """Run ``func`` on every task of a batch, shared arguments substituted back in."""
+
+    def run():
+        out = []
+        for args in batch:
+            full = [shared[a.index] if isinstance(a, _Shared) else a for a in args]
+            out.append(func(*full))
+        return out
+
+    if pin:
+        with parallel_config(backend="sequential"):
+            return run()
+    return run()
+
+
+def _nbytes(obj):
+    nbytes = getattr(obj, "nbytes", None)
+    return int(nbytes) if isinstance(nbytes, numbers.Integral) else 0
+
+
+def _split_shared(tasks):
+    """Replace large arguments shared by several tasks by placeholders."""
+    counts, objects = {}, {}
+    for args in tasks:
+        for a in args:
+            if _nbytes(a) >= _SHARE_MIN_BYTES:
+                counts[id(a)] = counts.get(id(a), 0) + 1
+                objects[id(a)] = a
+    shared_ids = [i for i, c in counts.items() if c > 1]
+    index = {i: k for k, i in enumerate(shared_ids)}
+    stripped = [
+        tuple(_Shared(index[id(a)]) if id(a) in index else a for a in args) for args in tasks
+    ]
+    return stripped, [objects[i] for i in shared_ids]
+
+
+def _dask_backend_with_cached_scatter(backend, shared):
+    """A Dask backend on the same client whose futures include the shared arguments.
+
+    Arguments scattered by an earlier call (same object, still alive) are reused, so a
+    loop of search rounds sends the data to the cluster once.
+    """
+    from joblib._dask import DaskDistributedBackend
+
+    client = backend.client
+    cache = _SCATTERED.setdefault(id(client), {})
+    futures = {}
+    with _SCATTER_LOCK:
+        for key, (ref, fut) in list(cache.items()):
+            # drop entries whose object died (its id may be reused) or whose data is gone
+            if ref() is None or fut.client is not client or fut.status != "finished":
+                del cache[key]
+        missing = [obj for obj in shared if id(obj) not in cache]
+        if missing:
+            scattered = client.scatter(missing, broadcast=True, hash=False)
+            for obj, fut in zip(missing, scattered):
+                cache[id(obj)] = (weakref.ref(obj), fut)
+        for obj in shared:
+            futures[id(obj)] = cache[id(obj)][1]
+    new = DaskDistributedBackend(
+        client=client, wait_for_workers_timeout=backend.wait_for_workers_timeout
+    )
+    new.data_futures.update(backend.data_futures)
+    new.data_futures.update(futures)
+    new._scatter = list(getattr(backend, "_scatter", [])) + list(shared)
+    return new
+
+
+@validate_params(
+    {
+        "func": [callable],
+        "tasks": [Iterable],
+        "n_jobs": _N_JOBS,
+        "verbose": ["verbose"],
+        "prefer": [StrOptions({"processes", "threads"}), None],
+        "require": [StrOptions({"sharedmem"}), None],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    },
+    prefer_skip_nested_validation=True,
+)
+def parallel_map(
+    func, tasks, *, n_jobs=None, verbose=0, prefer=None, require=None, batch_size="auto"
+):
     """Run ``func(*args)`` for every ``args`` tuple of ``tasks`` with joblib.
 
     ``func`` must be a module-level function and every argument picklable (no lambdas
     or closures), so that process-based and distributed backends can ship the tasks.
+
+    When more than one worker is used:
+
+    - an argument at least 100 kB large that several tasks share (the same object) is
+      sent once per call rather than once per task; under
+      ``joblib.parallel_config(backend="dask")`` it is scattered to every worker and the
+      scattered copy is reused by later calls while the object is alive;
+    - the tasks are grouped, in order, into about four batches per worker
+      (``batch_size="auto"``) or into batches of ``batch_size`` tasks;
+    - every task runs inside ``joblib.parallel_config(backend="sequential")``, so its
+      own joblib loops (for example a random forest's ``n_jobs``) run in one job.
+
+    The results do not depend on the backend or on ``n_jobs`` as long as ``func`` is
+    deterministic given its arguments (draw seeds up front with :func:`spawn_seeds`).
 
     Parameters
     ----------
@@ -54,13 +261,16 @@ def parallel_map(func, tasks, *, n_jobs=None, verbose=0, prefer=None, require=No
         Positional arguments, one tuple per call.
     n_jobs : int, default=None
         Number of jobs; ``None`` means 1 unless inside a ``joblib.parallel_config``
-        context, ``-1`` means all processors.
+        context, ``-1`` means all processors. 0 is refused.
     verbose : int, default=0
         joblib verbosity.
     prefer : {"processes", "threads"}, default=None
         Soft hint for the default backend.
     require : {"sharedmem"}, default=None
         Hard constraint for the backend.
+    batch_size : int or "auto", default="auto"
+        Tasks per batch when running in parallel; "auto" makes about four batches per
+        worker.
 
     Returns
     -------
@@ -74,5 +284,26 @@ def parallel_map(func, tasks, *, n_jobs=None, verbose=0, prefer=None, require=No
     >>> parallel_map(add, [(1, 2), (3, 4)], n_jobs=1)
     [3, 7]
     """
-    parallel = Parallel(n_jobs=n_jobs, verbose=verbose, prefer=prefer, require=require)
-    return list(parallel(delayed(func)(*args) for args in tasks))
+    tasks = [tuple(args) for args in tasks]
+    if not tasks:
+        return []
+    n_workers = outer_n_jobs(n_jobs)
+    backend, _ = get_active_backend()
+    on_dask = type(backend).__name__ == "DaskDistributedBackend"
+    if n_workers == 1 and not on_dask:
+        return [func(*args) for args in tasks]
+
+    stripped, shared = _split_shared(tasks)
+    if batch_size == "auto":
+        size = max(1, -(-len(tasks) // (_BATCHES_PER_WORKER * n_workers)))
+    else:
+        size = int(batch_size)
+    batches = [stripped[i : i + size] for i in range(0, len(stripped), size)]
+
+    config = {}
+    if shared and on_dask:
+        config["backend"] = _dask_backend_with_cached_scatter(backend, shared)
+    with parallel_config(**config):
+        parallel = Parallel(n_jobs=n_jobs, verbose=verbose, prefer=prefer, require=require)
+        out = parallel(delayed(_run_batch)(func, batch, True, *shared) for batch in batches)
+    return [result for batch in out for result in batch]

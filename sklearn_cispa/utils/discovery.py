@@ -68,6 +68,8 @@ def all_estimators(type_filter=None):
     for name, obj, _ in _public_objects():
         if not (inspect.isclass(obj) and issubclass(obj, BaseEstimator)):
             continue
+        if not hasattr(obj, "fit"):  # parameter containers (the augmentations) are not estimators
+            continue
         if inspect.isabstract(obj):
             continue
         if type_filter is not None and not any(
