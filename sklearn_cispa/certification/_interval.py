@@ -122,9 +122,24 @@ def imul(al, au, bl, bu):
 
 
 def imatvec(Xl, Xu, Wl, Wu):
-    """Interval of ``X @ W.T`` for X (n, F) and W (O, F) boxes: (n, O) lower and upper."""
+    """Interval of ``X @ W.T`` for X (n, F) and W (O, F) boxes: (n, O) lower and upper.
+
+    Widened by a bound on the rounding error of the float sums, so that the exact value
+    (and the nominal run's float value, whatever its summation order) lies inside even
+    under cancellation; the hinge and ReLU slopes decided from these intervals then
+    hold for exact arithmetic too.
+    """
     lo, hi = imul(Xl[:, None, :], Xu[:, None, :], Wl[None, :, :], Wu[None, :, :])
-    return lo.sum(axis=-1), hi.sum(axis=-1)
+    err = rounding_error(Xl.shape[1], np.maximum(np.abs(lo), np.abs(hi)).sum(axis=-1))
+    return lo.sum(axis=-1) - err, hi.sum(axis=-1) + err
+
+
+_U = np.finfo(np.float64).eps
+
+
+def rounding_error(n_terms, magnitude):
+    """Generous bound on the rounding error of a float sum (and the products in it)."""
+    return 2.0 * (n_terms + 4) * _U * magnitude
 
 
 def hinge_slope(ml, mu):
@@ -262,7 +277,9 @@ def gradient_interval(tl, tu, X, Y, threat, model, shapes):
         extra += flips
     gl = base_l.sum(axis=0) - _top_sum(base_l - var_l, extra)
     gu = base_u.sum(axis=0) + _top_sum(var_u - base_u, extra)
-    return gl, gu
+    magnitude = np.maximum.reduce([np.abs(base_l), np.abs(base_u), np.abs(var_l), np.abs(var_u)])
+    err = rounding_error(2 * n, 2.0 * magnitude.sum(axis=0))
+    return gl - err, gu + err
 
 
 def pad(lo, hi, rel):
@@ -273,7 +290,10 @@ def pad(lo, hi, rel):
 def interval_step(tl, tu, X, Y, threat, lr, model, shapes):
     """The interval step box ``[tl - lr gu, tu - lr gl]`` (padded for rounding)."""
     gl, gu = gradient_interval(tl, tu, X, Y, threat, model, shapes)
-    return pad(tl - lr * gu, tu - lr * gl, _IVL_PAD)
+    lo, hi = pad(tl - lr * gu, tu - lr * gl, _IVL_PAD)
+    # rounding of lr * g and of the difference, relative to the terms (not the result)
+    err = rounding_error(2, np.abs(tl) + np.abs(tu) + lr * (np.abs(gl) + np.abs(gu)))
+    return lo - err, hi + err
 
 
 def interval_scores(tl, tu, X, model, shapes):

@@ -29,8 +29,8 @@ def run(*, quick, out_dir, random_state):
     for bound in ("interval", "lp", "mibp"):
         fits[bound] = MIBPCertifier(
             epsilon=eps,
-            n_epochs=n_epochs,
-            learning_rate=0.5,
+            max_epochs=n_epochs,
+            lr=0.5,
             bound=bound,
             time_limit=10.0,
             random_state=random_state,
