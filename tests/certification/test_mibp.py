@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 from sklearn.datasets import load_iris, make_moons
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, train_test_split
@@ -803,6 +804,34 @@ def test_pipeline_gridsearch_pickle_reproducible():
         StandardScaler(), MIBPCertifier(bound="lp", epsilon=0.01, max_epochs=2, random_state=0)
     ).fit(X_tr, y_tr)
     np.testing.assert_array_equal(again[-1].bounds_history_, est.bounds_history_)
+
+
+def test_perturbable_mask_follows_the_folds():
+    # issue 13: the row mask is sample-aligned data of fit, so cross-validation splits it
+    # with X (GridSearchCV, default scoring) and a Pipeline routes it by step name
+    X, y = _moons(40)
+    mask = np.zeros(40, dtype=bool)
+    mask[::3] = True
+    search = GridSearchCV(
+        MIBPCertifier(bound="interval", epsilon=0.05, lr=0.5, random_state=0),
+        {"max_epochs": [3, 6]},
+        cv=2,
+    ).fit(X, y, perturbable=mask)
+    assert search.best_score_ > 0.5
+    fold = MIBPCertifier(bound="interval", epsilon=0.05, lr=0.5, random_state=0)
+    full = fold.fit(X, y, perturbable=mask).param_bounds_
+    none = clone(fold).fit(X, y, perturbable=np.zeros(40, dtype=bool)).param_bounds_
+    every = clone(fold).fit(X, y).param_bounds_
+    # the masked box lies between the box of no moving row and that of every row
+    assert np.all(every[0] <= full[0] + 1e-12) and np.all(full[1] <= every[1] + 1e-12)
+    assert np.all(full[0] <= none[0] + 1e-12) and np.all(none[1] <= full[1] + 1e-12)
+    assert np.sum(full[1] - full[0]) < np.sum(every[1] - every[0])
+    pipe = make_pipeline(StandardScaler(), clone(fold))
+    pipe.fit(X, y, mibpcertifier__perturbable=mask)
+    np.testing.assert_array_equal(
+        pipe[-1].param_bounds_,
+        clone(fold).fit(pipe[0].transform(X), y, perturbable=mask).param_bounds_,
+    )
 
 
 def test_string_labels_and_verbose(capsys):
