@@ -37,6 +37,8 @@ _MAX_MAGNITUDE = 1e15
 def _scip_solve(data, objectives, time_limit, seed):
     """Solve each objective over the exact program with SCIP; return floats only.
 
+    ``data`` is a program from :meth:`Program.to_data` or its
+    :func:`normalise_program` (the objectives always refer to the original variables).
     ``objectives`` is a list of ``(indices, coefficients, constant, sense)`` with sense
     +1 (minimise) or -1 (maximise). The model is built here, inside the worker, because a
     pyscipopt model cannot be pickled. SCIP solves the rescaled program of
@@ -49,7 +51,8 @@ def _scip_solve(data, objectives, time_limit, seed):
     from pyscipopt import Model, quicksum
 
     results = []
-    norm = normalise_program(data)
+    # a program normalised once by the caller (one per epoch) is used as is
+    norm = data if "radius" in data else normalise_program(data)
     lb, ub, binary = norm["lb"], norm["ub"], norm["binary"]
     for idx, coef, c0, sense in objectives:
         (nidx, ncoef), scale, offset, slack = normalise_objective(norm, idx, coef, c0)
@@ -106,8 +109,27 @@ def _scip_solve(data, objectives, time_limit, seed):
 
 
 def _lp_task(data, objectives, time_limit, seed):
-    """LP counterpart of :func:`_scip_solve` (``seed`` unused: HiGHS' LP is deterministic)."""
-    return solve_lp_objectives(data, objectives, time_limit)
+    """LP counterpart of :func:`_scip_solve` (``seed`` unused: HiGHS' LP is deterministic).
+
+    The LP relaxation of the rescaled program is solved (McCormick envelopes are
+    invariant under the affine rescaling of each factor), so HiGHS' tolerances act on
+    O(1) quantities too; its Lagrangian bound is mapped back and widened like SCIP's.
+    """
+    norm = data if "radius" in data else normalise_program(data)
+    tasks, maps = [], []
+    for idx, coef, c0, sense in objectives:
+        (nidx, ncoef), scale, offset, slack = normalise_objective(norm, idx, coef, c0)
+        tasks.append(
+            (np.asarray(nidx, dtype=np.int64), np.asarray(ncoef, dtype=np.float64), 0.0, sense)
+        )
+        maps.append((scale, offset, slack, sense))
+    results = solve_lp_objectives(norm, tasks, time_limit)
+    for res, (scale, offset, slack, sense) in zip(results, maps):
+        b = res["bound"]
+        if np.isfinite(b):
+            rounding = 4.0 * np.finfo(np.float64).eps * (abs(scale * b) + abs(offset))
+            res["bound"] = scale * b + offset - sense * (slack + rounding)
+    return results
 
 
 def _certify_row(tl, tu, x, n_hidden, n_outputs, pred, nominal, backend, time_limit, seed):
@@ -234,8 +256,8 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     interval bound, so the box is never looser than interval arithmetic and a time-limited
     or failed solve stays sound (status ``"fallback"``).
 
-    Numerical soundness at any scale: SCIP never sees the program in the units of the
-    data. Every continuous variable is rewritten as ``centre + radius t`` with
+    Numerical soundness at any scale: neither SCIP nor the LP solver sees the program in
+    the units of the data. Every continuous variable is rewritten as ``centre + radius t`` with
     ``t in [-1, 1]`` and every row and the objective are scaled to unit largest
     coefficient, so SCIP's absolute and relative tolerances act on O(1) quantities
     whether the features are of order 1e-3 or 1e4 or carry an offset of 1e6. The rounding
@@ -533,13 +555,15 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             objectives.append((idx, coef, c0, -1.0))
         seeds = spawn_seeds(base_seed + epoch, len(objectives))
         if self.bound == "mibp":
-            tasks = [(data, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)]
+            norm = normalise_program(data)
+            tasks = [(norm, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)]
             results = [r[0] for r in parallel_map(_scip_solve, tasks, n_jobs=self.n_jobs)]
         else:
+            norm = normalise_program(data)
             n_chunks = max(1, min(effective_n_jobs(self.n_jobs), len(objectives)))
             chunks = np.array_split(np.arange(len(objectives)), n_chunks)
             tasks = [
-                (data, [objectives[i] for i in c], self.time_limit, 0) for c in chunks if len(c)
+                (norm, [objectives[i] for i in c], self.time_limit, 0) for c in chunks if len(c)
             ]
             results = [r for out in parallel_map(_lp_task, tasks, n_jobs=self.n_jobs) for r in out]
         new_l, new_u = il.copy(), iu.copy()

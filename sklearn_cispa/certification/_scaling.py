@@ -114,9 +114,9 @@ def normalise_program(data):
             bilinear.append((s, int(a_), int(b_)))
         rows.append(row)
     return {
-        "lb": out_lb,
-        "ub": out_ub,
-        "binary": out_bin,
+        "lb": np.asarray(out_lb, dtype=np.float64),
+        "ub": np.asarray(out_ub, dtype=np.float64),
+        "binary": np.asarray(out_bin, dtype=bool),
         "rows": rows,
         "bilinear": bilinear,
         "center": center,

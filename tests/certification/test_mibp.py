@@ -210,6 +210,7 @@ def _exact_linear_run(X, y01, theta0, lr, n_epochs):
 )
 @example(scale_exp=3.44, offset=0.0, lr_exp=-1.43, eps_exp=-2.57, seed=0, bound="mibp")
 @example(scale_exp=2.41, offset=1e3, lr_exp=-0.5, eps_exp=-2.4, seed=3, bound="mibp")
+@example(scale_exp=3.0, offset=0.0, lr_exp=-3.0, eps_exp=-3.0, seed=1, bound="lp")
 def test_sound_at_any_scale_against_exact_retraining(
     scale_exp, offset, lr_exp, eps_exp, seed, bound
 ):
