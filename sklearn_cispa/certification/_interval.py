@@ -342,7 +342,9 @@ def interval_certify(tl, tu, X, pred, model, shapes):
         swu = np.where(s > 0, Wu[0][None, :], -Wl[0][None, :])
         lo, _ = imul(swl, swu, feat_l, feat_u)
         sbl = np.where(s[:, 0] > 0, bl[0], -bu[0])
-        return lo.sum(axis=1) + sbl > 0.0
+        # strictly positive beyond the rounding error of the float sum
+        err = rounding_error(lo.shape[1] + 1, np.abs(lo).sum(axis=1) + np.abs(sbl))
+        return lo.sum(axis=1) + sbl > err
     ok = np.ones(n, dtype=bool)
     for j in range(Wl.shape[0]):
         rows = pred != j
@@ -353,5 +355,7 @@ def interval_certify(tl, tu, X, pred, model, shapes):
         dwu = Wu[c] - Wl[j][None, :]
         lo, _ = imul(dwl, dwu, feat_l[rows], feat_u[rows])
         val = lo.sum(axis=1) + bl[c] - bu[j]
-        ok[rows] &= val > 0.0
+        mag = np.abs(lo).sum(axis=1) + np.abs(bl[c]) + np.abs(bu[j])
+        err = rounding_error(lo.shape[1] + 2, mag)
+        ok[rows] &= val > err
     return ok
