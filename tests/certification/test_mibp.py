@@ -316,6 +316,55 @@ def test_mlp_sound_at_scale_against_exact_retraining(scale, offset):
                 assert Fraction(float(lo[t, k])) <= v <= Fraction(float(hi[t, k])), (t, k)
 
 
+@settings(deadline=None, max_examples=40)
+@given(
+    centre_exp=st.floats(-3.0, 6.0),
+    width_exp=st.floats(-12.0, 0.0),
+    coef_exp=st.floats(-12.0, 3.0),
+    seed=st.integers(0, 1000),
+)
+def test_rescaled_program_keeps_every_exact_feasible_point(
+    centre_exp, width_exp, coef_exp, seed
+):
+    # the rewrite SCIP and HiGHS solve only ever enlarges the feasible set: exact feasible
+    # points of the original program (checked in rational arithmetic) satisfy every
+    # rescaled row, so the rescaled minimum is a lower bound, at any scale and offset
+    from sklearn_cispa.certification._scaling import normalise_program
+
+    rng = np.random.default_rng(seed)
+    centre, width, k = 10.0**centre_exp, 10.0**width_exp, 10.0**coef_exp
+    prog = Program()
+    a = prog.var(centre - width * centre, centre + width * centre)
+    b = prog.var(-1.0 - width, 1.0 + width)
+    beta = prog.var(0.0, 1.0, binary=True)
+    p = prog.mul(a, b)  # bilinear
+    q = prog.define(p * k + a * (k * 1e-3) + b)  # a linear equality with mixed magnitudes
+    prog.mul(beta, q)  # exact binary rows
+    data = prog.to_data()
+    norm = normalise_program(data)
+    lb, ub = data["lb"], data["ub"]
+    for _ in range(30):
+        va = Fraction(float(rng.uniform(lb[0], ub[0])))
+        vb = Fraction(float(rng.uniform(lb[1], ub[1])))
+        vbeta = Fraction(int(rng.integers(0, 2)))
+        vp = va * vb
+        vq = vp * Fraction(k) + va * Fraction(k * 1e-3) + vb
+        vals = [va, vb, vbeta, vp, vq, vbeta * vq]
+        assert len(vals) == len(lb)
+        t = [
+            v if data["binary"][i]
+            else (v - Fraction(float(norm["center"][i]))) / Fraction(float(norm["radius"][i]))
+            for i, v in enumerate(vals)
+        ]
+        assert all(-1 <= ti <= 1 for ti in t)
+        for _, a_, b_ in data["bilinear"]:
+            t.append(t[a_] * t[b_])
+        for idx, coef, lo, hi in norm["rows"]:
+            act = sum(Fraction(float(c)) * t[i] for i, c in zip(idx, coef))
+            assert lo == -np.inf or Fraction(float(lo)) <= act
+            assert hi == np.inf or act <= Fraction(float(hi))
+
+
 # --------------------------------------------------------------------------------------
 # 2. never looser than intervals; the LP between the two
 # --------------------------------------------------------------------------------------
