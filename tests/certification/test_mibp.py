@@ -703,6 +703,20 @@ def test_bound_excluding_the_nominal_run_falls_back(monkeypatch):
     np.testing.assert_array_equal(cert.bounds_history_, ivl.bounds_history_)
 
 
+@pytest.mark.parametrize("bound", ["lp", "mibp"])
+def test_extreme_legal_settings_finish_soundly(bound):
+    # every label may flip on features of order 1e6: HiGHS ended with an unknown status
+    # here and cvxpy's "Cannot unpack invalid solution" ValueError escaped; now such a
+    # solve falls back to the interval bound
+    X, y = _moons(12)
+    cert = MIBPCertifier(
+        bound=bound, label_flips=12, max_epochs=3, time_limit=2.0, random_state=0
+    ).fit(X * 1e6, y)
+    assert np.all(cert.param_bounds_[0] <= cert.params_)
+    assert np.all(cert.params_ <= cert.param_bounds_[1])
+    assert np.all(np.isfinite(cert.param_bounds_))
+
+
 def test_infeasible_program_raises(monkeypatch):
     def infeasible(data, objectives, time_limit, seed):
         return [{"bound": np.nan, "status": "infeasible", "time": 0.0, "gap": np.nan}]
