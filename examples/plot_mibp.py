@@ -29,7 +29,7 @@ X_train, y_train, X_test, y_test = X[:30], y[:30], X[30:], y[30:]
 
 bounds = ["interval", "lp", "mibp"]
 epsilons = [0.0, 0.01, 0.03, 0.05]
-params = dict(n_epochs=6, learning_rate=0.5, time_limit=10.0, random_state=0)
+params = dict(max_epochs=6, lr=0.5, time_limit=10.0, random_state=0)
 
 fits = {}
 for bound in bounds:

@@ -38,16 +38,15 @@ def _breast_cancer():
     return scaler.transform(X[train]), y[train], scaler.transform(X[test]), y[test]
 
 
-def _run(data, bound, epsilon, n_epochs, model="linear"):
+def _run(data, bound, epsilon, n_epochs, hidden_layer_sizes=()):
     from sklearn_cispa.certification import MIBPCertifier
 
     X, y, X_test, y_test = data
     est = MIBPCertifier(
-        model=model,
-        hidden_layer_sizes=(4,),
+        hidden_layer_sizes=hidden_layer_sizes,
         epsilon=epsilon,
-        n_epochs=n_epochs,
-        learning_rate=0.5,
+        max_epochs=n_epochs,
+        lr=0.5,
         bound=bound,
         time_limit=10.0,
         random_state=SEED,
@@ -108,7 +107,7 @@ class MLPCertificate:
     def setup_cache(self):
         X, y, X_test, y_test = _moons()
         data = (X[:12], y[:12], X_test[:20], y_test[:20])
-        return {b: _run(data, b, 0.02, N_EPOCHS["mlp"], model="mlp") for b in BOUNDS}
+        return {b: _run(data, b, 0.02, N_EPOCHS["mlp"], hidden_layer_sizes=(4,)) for b in BOUNDS}
 
     def track_seconds_per_epoch(self, results, bound):
         return results[bound]["epoch_s"]
@@ -134,8 +133,8 @@ class FitTime:
         self.X, self.y, self.X_test, _ = _moons()
         self.est = MIBPCertifier(
             epsilon=0.01,
-            n_epochs=N_EPOCHS["moons"],
-            learning_rate=0.5,
+            max_epochs=N_EPOCHS["moons"],
+            lr=0.5,
             bound=bound,
             random_state=SEED,
         )

@@ -122,9 +122,24 @@ def imul(al, au, bl, bu):
 
 
 def imatvec(Xl, Xu, Wl, Wu):
-    """Interval of ``X @ W.T`` for X (n, F) and W (O, F) boxes: (n, O) lower and upper."""
+    """Interval of ``X @ W.T`` for X (n, F) and W (O, F) boxes: (n, O) lower and upper.
+
+    Widened by a bound on the rounding error of the float sums, so that the exact value
+    (and the nominal run's float value, whatever its summation order) lies inside even
+    under cancellation; the hinge and ReLU slopes decided from these intervals then
+    hold for exact arithmetic too.
+    """
     lo, hi = imul(Xl[:, None, :], Xu[:, None, :], Wl[None, :, :], Wu[None, :, :])
-    return lo.sum(axis=-1), hi.sum(axis=-1)
+    err = rounding_error(Xl.shape[1], np.maximum(np.abs(lo), np.abs(hi)).sum(axis=-1))
+    return lo.sum(axis=-1) - err, hi.sum(axis=-1) + err
+
+
+_U = np.finfo(np.float64).eps
+
+
+def rounding_error(n_terms, magnitude):
+    """Generous bound on the rounding error of a float sum (and the products in it)."""
+    return 2.0 * (n_terms + 4) * _U * magnitude
 
 
 def hinge_slope(ml, mu):
@@ -262,7 +277,9 @@ def gradient_interval(tl, tu, X, Y, threat, model, shapes):
         extra += flips
     gl = base_l.sum(axis=0) - _top_sum(base_l - var_l, extra)
     gu = base_u.sum(axis=0) + _top_sum(var_u - base_u, extra)
-    return gl, gu
+    magnitude = np.maximum.reduce([np.abs(base_l), np.abs(base_u), np.abs(var_l), np.abs(var_u)])
+    err = rounding_error(2 * n, 2.0 * magnitude.sum(axis=0))
+    return gl - err, gu + err
 
 
 def pad(lo, hi, rel):
@@ -273,7 +290,10 @@ def pad(lo, hi, rel):
 def interval_step(tl, tu, X, Y, threat, lr, model, shapes):
     """The interval step box ``[tl - lr gu, tu - lr gl]`` (padded for rounding)."""
     gl, gu = gradient_interval(tl, tu, X, Y, threat, model, shapes)
-    return pad(tl - lr * gu, tu - lr * gl, _IVL_PAD)
+    lo, hi = pad(tl - lr * gu, tu - lr * gl, _IVL_PAD)
+    # rounding of lr * g and of the difference, relative to the terms (not the result)
+    err = rounding_error(2, np.abs(tl) + np.abs(tu) + lr * (np.abs(gl) + np.abs(gu)))
+    return lo - err, hi + err
 
 
 def interval_scores(tl, tu, X, model, shapes):
@@ -322,7 +342,9 @@ def interval_certify(tl, tu, X, pred, model, shapes):
         swu = np.where(s > 0, Wu[0][None, :], -Wl[0][None, :])
         lo, _ = imul(swl, swu, feat_l, feat_u)
         sbl = np.where(s[:, 0] > 0, bl[0], -bu[0])
-        return lo.sum(axis=1) + sbl > 0.0
+        # strictly positive beyond the rounding error of the float sum
+        err = rounding_error(lo.shape[1] + 1, np.abs(lo).sum(axis=1) + np.abs(sbl))
+        return lo.sum(axis=1) + sbl > err
     ok = np.ones(n, dtype=bool)
     for j in range(Wl.shape[0]):
         rows = pred != j
@@ -333,5 +355,7 @@ def interval_certify(tl, tu, X, pred, model, shapes):
         dwu = Wu[c] - Wl[j][None, :]
         lo, _ = imul(dwl, dwu, feat_l[rows], feat_u[rows])
         val = lo.sum(axis=1) + bl[c] - bu[j]
-        ok[rows] &= val > 0.0
+        mag = np.abs(lo).sum(axis=1) + np.abs(bl[c]) + np.abs(bu[j])
+        err = rounding_error(lo.shape[1] + 2, mag)
+        ok[rows] &= val > err
     return ok

@@ -131,7 +131,9 @@ def solve_lp_objectives(data, objectives, time_limit):
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 problem.solve(solver=solver, **kwargs)
             status = problem.status
-        except cp.error.SolverError:
+        except (cp.error.SolverError, ValueError):
+            # cvxpy raises ValueError ("Cannot unpack invalid solution") when HiGHS ends
+            # with an unknown status: no bound, the interval bound is used
             status = "solver_error"
         elapsed = time.perf_counter() - start
         if status == cp.INFEASIBLE:

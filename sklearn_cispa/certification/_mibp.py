@@ -25,27 +25,40 @@ from sklearn_cispa.certification._interval import (
 )
 from sklearn_cispa.certification._lp import solve_lp_objectives
 from sklearn_cispa.certification._program import certify_program, expr_data, step_program
-from sklearn_cispa.utils import parallel_map, seed_from_random_state, spawn_seeds
+from sklearn_cispa.certification._scaling import normalise_objective, normalise_program
+from sklearn_cispa.utils import parallel_map, spawn_seeds
 
 # outward padding of a solver bound (feasibility tolerance of the solvers), section 3.8
 _SOLVER_PAD = 1e-6
+# largest |bound| of a program handed to a solver; beyond it the interval bound is used
+_MAX_MAGNITUDE = 1e15
 
 
 def _scip_solve(data, objectives, time_limit, seed):
     """Solve each objective over the exact program with SCIP; return floats only.
 
+    ``data`` is a program from :meth:`Program.to_data` or its
+    :func:`normalise_program` (the objectives always refer to the original variables).
     ``objectives`` is a list of ``(indices, coefficients, constant, sense)`` with sense
     +1 (minimise) or -1 (maximise). The model is built here, inside the worker, because a
-    pyscipopt model cannot be pickled. The returned bound is SCIP's dual bound (a lower
-    bound when minimising, an upper bound when maximising), never the incumbent.
+    pyscipopt model cannot be pickled. SCIP solves the rescaled program of
+    :func:`normalise_program` (every variable in [-1, 1] or {0, 1}, rows and objective of
+    unit scale, rounding slack added), so its tolerances act on O(1) quantities whatever
+    the units of the data. The returned bound is SCIP's dual bound (a lower bound when
+    minimising, an upper bound when maximising), never the incumbent, mapped back to the
+    original units and widened by the slack of :func:`normalise_objective`.
     """
     from pyscipopt import Model, quicksum
 
     results = []
-    lb, ub, binary = data["lb"], data["ub"], data["binary"]
+    # a program normalised once by the caller (one per epoch) is used as is
+    norm = data if "radius" in data else normalise_program(data)
+    lb, ub, binary = norm["lb"], norm["ub"], norm["binary"]
     for idx, coef, c0, sense in objectives:
-        if len(idx) == 0:
-            results.append({"bound": c0, "status": "optimal", "time": 0.0, "gap": 0.0})
+        (nidx, ncoef), scale, offset, slack = normalise_objective(norm, idx, coef, c0)
+        if len(nidx) == 0:
+            bound = offset - sense * slack
+            results.append({"bound": bound, "status": "optimal", "time": 0.0, "gap": 0.0})
             continue
         model = Model()
         model.hideOutput()
@@ -58,30 +71,32 @@ def _scip_solve(data, objectives, time_limit, seed):
             model.addVar(lb=float(lo), ub=float(hi), vtype="B" if b else "C")
             for lo, hi, b in zip(lb, ub, binary)
         ]
-        for ridx, rcoef, lo, hi in data["rows"]:
+        for ridx, rcoef, lo, hi in norm["rows"]:
             e = quicksum(c * v[i] for i, c in zip(ridx, rcoef))
-            if lo == hi:
-                model.addCons(e == lo)
-                continue
             if np.isfinite(hi):
                 model.addCons(e <= hi)
             if np.isfinite(lo):
                 model.addCons(e >= lo)
-        for p, a, b in data["bilinear"]:
+        for p, a, b in norm["bilinear"]:
             model.addCons(v[p] - v[a] * v[b] == 0)
         model.setObjective(
-            quicksum(float(c) * v[i] for i, c in zip(idx, coef)),
+            quicksum(float(c) * v[i] for i, c in zip(nidx, ncoef)),
             "minimize" if sense > 0 else "maximize",
         )
         start = time.perf_counter()
-        model.optimize()
+        try:
+            model.optimize()
+            status = str(model.getStatus())
+            dual = float(model.getDualbound())
+        except Exception:  # SCIP aborts on "unresolved numerical troubles in LP"
+            status, dual = "error", np.nan
         elapsed = time.perf_counter() - start
-        status = str(model.getStatus())
-        dual = float(model.getDualbound())
-        if status in ("infeasible", "inforunbd") or not abs(dual) < model.infinity():
+        if status in ("infeasible", "inforunbd", "error") or not abs(dual) < model.infinity():
             bound = np.nan
         else:
-            bound = dual + c0
+            value = scale * dual + offset
+            rounding = 4.0 * np.finfo(np.float64).eps * (abs(scale * dual) + abs(offset))
+            bound = value - sense * (slack + rounding)
         try:
             gap = float(model.getGap())
         except Exception:  # pragma: no cover - no primal solution
@@ -94,32 +109,65 @@ def _scip_solve(data, objectives, time_limit, seed):
 
 
 def _lp_task(data, objectives, time_limit, seed):
-    """LP counterpart of :func:`_scip_solve` (``seed`` unused: HiGHS' LP is deterministic)."""
-    return solve_lp_objectives(data, objectives, time_limit)
+    """LP counterpart of :func:`_scip_solve` (``seed`` unused: HiGHS' LP is deterministic).
+
+    The LP relaxation of the rescaled program is solved (McCormick envelopes are
+    invariant under the affine rescaling of each factor), so HiGHS' tolerances act on
+    O(1) quantities too; its Lagrangian bound is mapped back and widened like SCIP's.
+    """
+    norm = data if "radius" in data else normalise_program(data)
+    tasks, maps = [], []
+    for idx, coef, c0, sense in objectives:
+        (nidx, ncoef), scale, offset, slack = normalise_objective(norm, idx, coef, c0)
+        tasks.append(
+            (np.asarray(nidx, dtype=np.int64), np.asarray(ncoef, dtype=np.float64), 0.0, sense)
+        )
+        maps.append((scale, offset, slack, sense))
+    results = solve_lp_objectives(norm, tasks, time_limit)
+    for res, (scale, offset, slack, sense) in zip(results, maps):
+        b = res["bound"]
+        if np.isfinite(b):
+            rounding = 4.0 * np.finfo(np.float64).eps * (abs(scale * b) + abs(offset))
+            res["bound"] = scale * b + offset - sense * (slack + rounding)
+    return results
 
 
-def _certify_row(tl, tu, x, n_hidden, n_outputs, pred, backend, time_limit, seed):
-    """Certify one MLP row (hidden widths ``n_hidden``) with SCIP or the LP relaxation."""
+def _certify_row(tl, tu, x, n_hidden, n_outputs, pred, nominal, backend, time_limit, seed):
+    """Certify one MLP row (hidden widths ``n_hidden``) with SCIP or the LP relaxation.
+
+    ``nominal`` holds the objectives' values at the nominal parameters (a point of the
+    box): a bound above one of them is wrong, so the row is not certified.
+    """
     prog, objs = certify_program(tl, tu, x, n_hidden, n_outputs, pred)
     data = prog.to_data()
     objectives = [(*expr_data(o), 1.0) for o in objs]
     solve = _scip_solve if backend == "mibp" else _lp_task
-    for res in solve(data, objectives, time_limit, seed):
+    for res, value in zip(solve(data, objectives, time_limit, seed), nominal):
         b = res["bound"]
-        if not np.isfinite(b) or b - _SOLVER_PAD * (1.0 + abs(b)) <= 0.0:
+        if not np.isfinite(b) or b > value:
+            return False
+        if b - _SOLVER_PAD * (1.0 + abs(b)) <= 0.0:
             return False
     return True
+
+
+def _finite_or_raise(values, what, epoch, hint):
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"MIBPCertifier: the {what} overflowed float64 at epoch {epoch} (the fit "
+            f"diverged). {hint}"
+        )
 
 
 class MIBPCertifier(ClassifierMixin, BaseEstimator):
     """Certified robustness to training-data perturbations with mixed-integer bilinear programs.
 
     Trains a small classifier (linear, or a ReLU network with one or more hidden layers)
-    with the hinge loss by full-batch gradient descent and, after every step, computes a
-    box holding every parameter vector that the same training could have reached had the
-    training data been perturbed within a threat model: every feature of the allowed rows
-    moved by up to ``epsilon`` (l-infinity), at most ``k`` rows moved, and/or a few labels
-    flipped.
+    with the hinge loss ``max(0, 1 - y z)`` by full-batch gradient descent and, after
+    every step, computes a box holding every parameter vector that the same training
+    could have reached had the training data been perturbed within a threat model: every
+    feature of the perturbable rows moved by up to ``epsilon`` (l-infinity), at most
+    ``perturbed`` rows moved, and/or a few labels flipped.
     Each box coordinate is the minimum and maximum of a program that encodes one whole
     gradient step (forward pass, hinge loss, backward pass, update) exactly over the
     previous box and the threat set (MIBP-Cert). A test prediction is certified when no
@@ -128,34 +176,29 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    model : {"linear", "mlp"}, default="linear"
-        ``"linear"``: ``z = W x + b``; ``"mlp"``: ``z = W2 relu(W1 x + b1) + b2`` with one
-        hidden layer, ``z = W3 relu(W2 relu(W1 x + b1) + b2) + b3`` with two, and so on.
-        One output for two classes, K outputs (one-vs-rest hinge) for K > 2 classes.
-    hidden_layer_sizes : int or tuple of int, default=(8,)
-        Width of each hidden layer of the ``"mlp"``, input side first (an int means one
-        hidden layer); every width must be a positive int. All three ``bound`` options
-        support any depth, but boxes loosen and solves slow down quickly with depth and
-        width: keep networks to a few units. Ignored for ``"linear"``.
-    loss : {"hinge"}, default="hinge"
-        Training loss. Only the hinge loss, whose derivative is piecewise constant, makes
-        the step program exact.
+    hidden_layer_sizes : array-like of int or int, default=()
+        Width of each hidden ReLU layer, input side first. ``()`` (the default) is the
+        linear model ``z = W x + b``; ``(H,)`` is ``z = W2 relu(W1 x + b1) + b2``, and so
+        on (an int means one hidden layer). One output for two classes, K outputs
+        (one-vs-rest hinge) for K > 2 classes. All three ``bound`` options support any
+        depth, but boxes loosen and solves slow down quickly with depth and width: keep
+        networks to a few units.
     epsilon : float, default=0.01
         l-infinity radius of the feature perturbation, in the units of the ``X`` given to
         ``fit``. Inside a :class:`~sklearn.pipeline.Pipeline` after a scaler it is in
         scaled units, and the scaler (itself fitted on possibly perturbed data) is outside
         the threat model.
-    perturbed : "all", int or array-like of bool, default="all"
-        Which training rows may move: ``"all"``, an int k (at most k rows move, which ones
-        is up to the adversary) or a boolean mask of length ``n_samples`` (only the marked
-        rows move; a mask refers to the rows of the ``X`` given to ``fit``, so it does not
-        follow the folds of a cross-validation).
+    perturbed : "all" or int, default="all"
+        How many of the perturbable rows (see ``perturbable`` in :meth:`fit`) may move:
+        ``"all"``, or an int k (at most k rows move, which ones is up to the adversary;
+        ``k`` is at most ``n_samples``).
     label_flips : int, default=0
-        At most this many training labels may flip (two classes only).
-    n_epochs : int, default=10
+        At most this many training labels may flip (two classes only; at most
+        ``n_samples``). Any row's label may flip, perturbable or not.
+    max_epochs : int, default=10
         Number of full-batch gradient steps.
-    learning_rate : float, default=0.1
-        Step size of gradient descent.
+    lr : float, default=0.1
+        Step size of gradient descent (finite).
     bound : {"mibp", "lp", "interval"}, default="mibp"
         How each step's box is computed: ``"mibp"`` solves the exact mixed-integer
         bilinear step program with SCIP; ``"lp"`` solves its LP relaxation (binaries
@@ -163,10 +206,10 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         intervals (the FullCert baseline, no solver).
     time_limit : float, default=30.0
         Seconds per solve for ``"mibp"`` (training and certification) and per LP for
-        ``"lp"``. A solve that hits the limit still gives a sound, looser bound.
+        ``"lp"`` (finite). A solve that hits the limit still gives a sound, looser bound.
     n_jobs : int, default=None
         Number of joblib workers over the independent solves of one epoch and over test
-        rows in :meth:`certify`. ``None`` means 1, ``-1`` all processors.
+        rows in :meth:`certify`. ``None`` means 1, ``-1`` all processors; 0 is invalid.
     random_state : int, RandomState instance or None, default=None
         Draws the initial parameters and seeds the solver.
     verbose : int, default=0
@@ -183,18 +226,19 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     params_ : ndarray of shape (n_params,)
         Final nominal parameters, flat: ``[W row-major (O x F), b (O)]`` for the linear
         model, ``[W1 (H1 x F), b1 (H1), W2 (H2 x H1), b2 (H2), ..., W{L+1} (O x HL),
-        b{L+1} (O)]`` for an mlp with hidden widths ``(H1, ..., HL)``, O = 1 for two
-        classes and K otherwise.
+        b{L+1} (O)]`` for hidden widths ``(H1, ..., HL)``, O = 1 for two classes and K
+        otherwise.
     init_params_ : ndarray of shape (n_params,)
         Initial parameters; they depend only on ``random_state`` and the data's shape.
     param_bounds_ : ndarray of shape (2, n_params)
-        Lower and upper bounds of every parameter reachable after ``n_epochs`` steps.
-    bounds_history_ : ndarray of shape (n_epochs + 1, 2, n_params)
+        Lower and upper bounds of every parameter reachable after ``max_epochs`` steps.
+    bounds_history_ : ndarray of shape (max_epochs + 1, 2, n_params)
         The box after each step (``[0]`` is ``[init_params_, init_params_]``).
     solver_stats_ : list of dict
         One dict per solve with "status", "time" (s), "gap", "epoch", "param" and "sense"
-        (``"min"`` or ``"max"``); status "fallback" when the solver returned no finite
-        bound and the interval bound was used. Empty for ``bound="interval"``.
+        (``"min"`` or ``"max"``); status "fallback" when the solver gave no finite or no
+        trustworthy bound (see Notes) and the interval bound was used. Empty for
+        ``bound="interval"``.
 
     See Also
     --------
@@ -210,8 +254,25 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     SCIP). Every solver bound is SCIP's dual bound (or, for ``"lp"``, a Lagrangian bound
     computed from the LP duals), padded by ``1e-6 (1 + |value|)`` and intersected with the
     interval bound, so the box is never looser than interval arithmetic and a time-limited
-    or failed solve stays sound (status ``"fallback"``). Soundness holds up to solver
-    tolerances and floating point, as in the paper.
+    or failed solve stays sound (status ``"fallback"``).
+
+    Numerical soundness at any scale: neither SCIP nor the LP solver sees the program in
+    the units of the data. Every continuous variable is rewritten as ``centre + radius t`` with
+    ``t in [-1, 1]`` and every row and the objective are scaled to unit largest
+    coefficient, so SCIP's absolute and relative tolerances act on O(1) quantities
+    whether the features are of order 1e-3 or 1e4 or carry an offset of 1e6. The rounding
+    error of this rewrite is bounded and added as slack to every row, coefficients too
+    small for SCIP are moved into that slack, and the bound read back is widened by
+    SCIP's feasibility tolerance (1e-6) times the objective's range over the box. A
+    bound that excludes the nominal run (a known member of the reachable set) shows an
+    untrustworthy solve and is replaced by the interval bound (status ``"fallback"``), as
+    is a solve that aborts with numerical trouble. Inputs whose bounds overflow float64
+    (for example ``|X|`` near 1e120 or ``epsilon=1e200``) raise a ValueError.
+
+    Row order: the nominal run, the interval pass and the threat model do not depend on
+    the order of the training rows except through floating-point rounding of sums; the
+    "mibp" and "lp" boxes may differ in their last digits (solver paths depend on the
+    order of the variables) but are sound for every order.
 
     Deeper networks: with two or more hidden layers the forward pass has products of a
     weight and an activation of the previous layer (both variables) and the backward pass
@@ -223,19 +284,20 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     layer in the same way.
 
     Worst-case wall time of ``fit`` with ``"mibp"``:
-    ``n_epochs * ceil(2 n_params / n_jobs) * time_limit`` plus model building; n_params is
-    F + 1 (linear, two classes), H (F + 2) + 1 (one hidden layer, two classes) or
+    ``max_epochs * ceil(2 n_params / n_jobs) * time_limit`` plus model building; n_params
+    is F + 1 (linear, two classes), H (F + 2) + 1 (one hidden layer, two classes) or
     ``sum_l H_l (H_{l-1} + 1)`` over all layers in general (``H_0 = F``, last ``H = O``).
 
     Departures from the paper: SCIP (pyscipopt) replaces Gurobi; the paper evaluates one
-    hidden layer, deeper networks are this library's generalisation; only the hinge loss;
+    hidden layer, deeper networks are this library's generalisation; only the hinge loss
+    (its derivative is piecewise constant, which makes the step program exact);
     multi-class uses a one-vs-rest sum of hinges; budgets on the number of moved rows and
-    label flips are this library's extensions (encoded with
-    binaries, section 3.2 of the spec); the box bound is intersected with the interval
-    bound; no clamping of perturbed features to the data range; no selection of the best
-    epoch on a validation split (choose ``n_epochs`` with
-    :class:`~sklearn.model_selection.GridSearchCV`). Initialisation (linear: N(0, 0.1^2)
-    weights, zero bias; mlp: uniform in +-1/sqrt(fan_in)) is not taken from the paper.
+    label flips are this library's extensions (encoded with binaries, section 3.2 of the
+    spec); the box bound is intersected with the interval bound; no clamping of perturbed
+    features to the data range; no selection of the best epoch on a validation split
+    (choose ``max_epochs`` with :class:`~sklearn.model_selection.GridSearchCV`).
+    Initialisation (linear: N(0, 0.1^2) weights, zero bias; mlp: uniform in
+    +-1/sqrt(fan_in)) is not taken from the paper.
 
     References
     ----------
@@ -250,7 +312,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     >>> from sklearn.datasets import make_moons
     >>> from sklearn_cispa.certification import MIBPCertifier
     >>> X, y = make_moons(n_samples=20, noise=0.1, random_state=0)
-    >>> cert = MIBPCertifier(epsilon=0.01, n_epochs=2, learning_rate=0.5, bound="interval",
+    >>> cert = MIBPCertifier(epsilon=0.01, max_epochs=2, lr=0.5, bound="interval",
     ...                      random_state=0).fit(X, y)
     >>> cert.param_bounds_.shape
     (2, 3)
@@ -259,73 +321,59 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "model": [StrOptions({"linear", "mlp"})],
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
-        "loss": [StrOptions({"hinge"})],
         "epsilon": [Interval(Real, 0, None, closed="left")],
-        "perturbed": [
-            StrOptions({"all"}),
-            Interval(Integral, 0, None, closed="left"),
-            "array-like",
-        ],
+        "perturbed": [StrOptions({"all"}), Interval(Integral, 0, None, closed="left")],
         "label_flips": [Interval(Integral, 0, None, closed="left")],
-        "n_epochs": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
         "bound": [StrOptions({"mibp", "lp", "interval"})],
         "time_limit": [Interval(Real, 0, None, closed="neither")],
-        "n_jobs": [Integral, None],
+        "n_jobs": [
+            Interval(Integral, 1, None, closed="left"),
+            Interval(Integral, None, -1, closed="right"),
+            None,
+        ],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(
         self,
-        model="linear",
-        hidden_layer_sizes=(8,),
-        loss="hinge",
+        hidden_layer_sizes=(),
         epsilon=0.01,
         perturbed="all",
         label_flips=0,
-        n_epochs=10,
-        learning_rate=0.1,
+        max_epochs=10,
+        lr=0.1,
         bound="mibp",
         time_limit=30.0,
         n_jobs=None,
         random_state=None,
         verbose=0,
     ):
-        self.model = model
         self.hidden_layer_sizes = hidden_layer_sizes
-        self.loss = loss
         self.epsilon = epsilon
         self.perturbed = perturbed
         self.label_flips = label_flips
-        self.n_epochs = n_epochs
-        self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.lr = lr
         self.bound = bound
         self.time_limit = time_limit
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # a few full-batch hinge steps at the default learning rate can underfit
-        tags.classifier_tags.poor_score = True
-        return tags
-
     # -- helpers -------------------------------------------------------------------------
     def _n_hidden(self):
         """The hidden widths as a tuple (empty for the linear model)."""
-        if self.model != "mlp":
-            return ()
         sizes = np.asarray(self.hidden_layer_sizes, dtype=object)
         if sizes.ndim == 0:
             sizes = sizes.reshape(1)
-        if sizes.ndim != 1 or sizes.shape[0] < 1:
+        if sizes.ndim != 1:
             raise ValueError(
-                "hidden_layer_sizes must be a positive int or a non-empty sequence of "
-                f"positive ints, one width per hidden layer (e.g. (8,) or (4, 3)); got "
+                "hidden_layer_sizes must be a positive int or a flat sequence of positive "
+                f"ints, one width per hidden layer (e.g. (), (8,) or (4, 3)); got "
                 f"{self.hidden_layer_sizes!r}."
             )
         for h in sizes:
@@ -336,33 +384,36 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
                 )
         return tuple(int(h) for h in sizes)
 
-    def _threat(self, n_samples):
-        perturbed = self.perturbed
-        budget = None
-        if isinstance(perturbed, str):
+    def _threat(self, n_samples, perturbable):
+        if perturbable is None:
             moving = np.ones(n_samples, dtype=bool)
-        elif isinstance(perturbed, Integral | np.integer) and not isinstance(perturbed, bool):
-            k = int(perturbed)
+        else:
+            mask = np.asarray(perturbable)
+            if mask.dtype != bool:
+                raise ValueError(
+                    "perturbable must be a boolean mask over the training rows; got an "
+                    f"array of dtype {mask.dtype}."
+                )
+            if mask.shape != (n_samples,):
+                raise ValueError(
+                    f"perturbable has shape {mask.shape}, expected ({n_samples},) "
+                    "(one entry per training row)."
+                )
+            moving = mask.copy()
+        budget = None
+        if not isinstance(self.perturbed, str):
+            k = int(self.perturbed)
             if k > n_samples:
                 raise ValueError(
                     f"perturbed={k} exceeds the number of training rows ({n_samples})."
                 )
-            moving = np.ones(n_samples, dtype=bool)
-            if k < n_samples:
+            if k < int(moving.sum()):
                 budget = k
-        else:
-            mask = np.asarray(perturbed)
-            if mask.dtype != bool:
-                raise ValueError(
-                    "perturbed must be 'all', an int or a boolean mask over the training "
-                    f"rows; got an array of dtype {mask.dtype}."
-                )
-            if mask.shape != (n_samples,):
-                raise ValueError(
-                    f"perturbed mask has shape {mask.shape}, expected ({n_samples},) "
-                    "(one entry per training row)."
-                )
-            moving = mask.copy()
+        if self.label_flips > n_samples:
+            raise ValueError(
+                f"label_flips={self.label_flips} exceeds the number of training rows "
+                f"({n_samples})."
+            )
         return {
             "epsilon": float(self.epsilon),
             "moving": moving,
@@ -378,8 +429,11 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
 
     # -- fit -----------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, perturbable=None):
         """Train nominally and bound every parameter reachable under the threat model.
+
+        The result does not depend on the order of the rows except through rounding
+        (see Notes).
 
         Parameters
         ----------
@@ -387,6 +441,10 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             Training data (finite values).
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
+        perturbable : array-like of bool of shape (n_samples,), default=None
+            Rows whose features may move (``None``: every row). Sample-aligned, so
+            cross-validation splits it with ``X``; ``perturbed=k`` then lets at most k of
+            these rows move.
 
         Returns
         -------
@@ -408,25 +466,42 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             )
         n, F = X.shape
         H = self._n_hidden()
+        self._model = "mlp" if H else "linear"
         n_out = 1 if K == 2 else K
-        threat = self._threat(n)
+        threat = self._threat(n, perturbable)
         Y = self._targets(y_enc)
-        self._shapes = param_shapes(self.model, F, H, n_out)
-        base_seed = seed_from_random_state(self.random_state)
-        theta = init_params(self.model, self._shapes, base_seed)
+        self._shapes = param_shapes(self._model, F, H, n_out)
+        base_seed = spawn_seeds(self.random_state, 1)[0]
+        theta = init_params(self._model, self._shapes, base_seed)
         self.init_params_ = theta.copy()
         tl, tu = theta.copy(), theta.copy()
         history = [np.stack([tl, tu])]
         stats = []
-        lr = float(self.learning_rate)
-        for t in range(1, self.n_epochs + 1):
+        lr = float(self.lr)
+        hint = (
+            f"max |X| = {np.max(np.abs(X)):.3g}, epsilon = {self.epsilon!r}, lr = {lr!r}: "
+            "rescale the features (e.g. with StandardScaler) or lower epsilon, lr or "
+            "max_epochs."
+        )
+        for t in range(1, self.max_epochs + 1):
             start = time.perf_counter()
-            theta = theta - lr * hinge_gradient(theta, X, Y, self.model, self._shapes)
-            il, iu = interval_step(tl, tu, X, Y, threat, lr, self.model, self._shapes)
+            try:
+                with np.errstate(over="raise", invalid="raise"):
+                    theta = theta - lr * hinge_gradient(theta, X, Y, self._model, self._shapes)
+                    il, iu = interval_step(tl, tu, X, Y, threat, lr, self._model, self._shapes)
+            except FloatingPointError as exc:
+                raise ValueError(
+                    f"MIBPCertifier: the computation overflowed float64 at epoch {t} "
+                    f"({exc}; the fit diverged). {hint}"
+                ) from None
+            _finite_or_raise(theta, "nominal parameters", t, hint)
+            _finite_or_raise([il, iu], "parameter bounds", t, hint)
             if self.bound == "interval":
                 tl, tu = il, iu
             else:
-                tl, tu, epoch_stats = self._solver_step(tl, tu, il, iu, X, Y, threat, t, base_seed)
+                tl, tu, epoch_stats = self._solver_step(
+                    tl, tu, il, iu, theta, X, Y, threat, t, base_seed
+                )
                 stats.extend(epoch_stats)
             if not (np.all(tl <= theta) and np.all(theta <= tu)):
                 k = int(np.flatnonzero((tl > theta) | (theta > tu))[0])
@@ -437,7 +512,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             history.append(np.stack([tl, tu]))
             if self.verbose:
                 print(
-                    f"[MIBPCertifier] epoch {t}/{self.n_epochs}: total width "
+                    f"[MIBPCertifier] epoch {t}/{self.max_epochs}: total width "
                     f"{float(np.sum(tu - tl)):.4g}, {time.perf_counter() - start:.2f} s"
                 )
         self.params_ = theta
@@ -449,12 +524,30 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         self._seed = base_seed
         return self
 
-    def _solver_step(self, tl, tu, il, iu, X, Y, threat, epoch, base_seed):
-        prog, objs = step_program(
-            tl, tu, X, Y, threat, float(self.learning_rate), self.model, self._n_hidden()
-        )
-        data = prog.to_data()
-        P = len(objs)
+    def _solver_step(self, tl, tu, il, iu, nominal, X, Y, threat, epoch, base_seed):
+        """Solver bounds of one step, intersected with the interval step ``[il, iu]``.
+
+        ``nominal`` is the nominal iterate after this step, a point of the reachable set:
+        a solver bound that excludes it is untrustworthy and replaced by the interval one.
+        """
+        P = tl.shape[0]
+        try:
+            prog, objs = step_program(
+                tl, tu, X, Y, threat, float(self.lr), self._model, self._n_hidden()
+            )
+            data = prog.to_data()
+            magnitude = max(np.max(np.abs(data["lb"]), initial=0.0),
+                            np.max(np.abs(data["ub"]), initial=0.0))
+            usable = np.isfinite(magnitude) and magnitude <= _MAX_MAGNITUDE
+        except ValueError:  # a non-finite intermediate bound
+            usable = False
+        if not usable:
+            stats = [
+                {"status": "fallback", "time": 0.0, "gap": float("nan"), "epoch": epoch,
+                 "param": k, "sense": name}
+                for k in range(P) for name in ("min", "max")
+            ]
+            return il.copy(), iu.copy(), stats
         objectives = []
         for k in range(P):
             idx, coef, c0 = expr_data(objs[k])
@@ -462,13 +555,15 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             objectives.append((idx, coef, c0, -1.0))
         seeds = spawn_seeds(base_seed + epoch, len(objectives))
         if self.bound == "mibp":
-            tasks = [(data, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)]
+            norm = normalise_program(data)
+            tasks = [(norm, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)]
             results = [r[0] for r in parallel_map(_scip_solve, tasks, n_jobs=self.n_jobs)]
         else:
+            norm = normalise_program(data)
             n_chunks = max(1, min(effective_n_jobs(self.n_jobs), len(objectives)))
             chunks = np.array_split(np.arange(len(objectives)), n_chunks)
             tasks = [
-                (data, [objectives[i] for i in c], self.time_limit, 0) for c in chunks if len(c)
+                (norm, [objectives[i] for i in c], self.time_limit, 0) for c in chunks if len(c)
             ]
             results = [r for out in parallel_map(_lp_task, tasks, n_jobs=self.n_jobs) for r in out]
         new_l, new_u = il.copy(), iu.copy()
@@ -486,9 +581,17 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             if not np.isfinite(b):
                 status = "fallback"
             elif sense == 0:
-                new_l[k] = max(il[k], b - _SOLVER_PAD * (1.0 + abs(b)))
+                b = b - _SOLVER_PAD * (1.0 + abs(b))
+                if b > nominal[k]:
+                    status = "fallback"  # excludes the nominal run: untrustworthy
+                else:
+                    new_l[k] = max(il[k], b)
             else:
-                new_u[k] = min(iu[k], b + _SOLVER_PAD * (1.0 + abs(b)))
+                b = b + _SOLVER_PAD * (1.0 + abs(b))
+                if b < nominal[k]:
+                    status = "fallback"
+                else:
+                    new_u[k] = min(iu[k], b)
             stats.append(
                 {
                     "status": status,
@@ -517,11 +620,11 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        z, _ = forward(self.params_, X, self.model, self._shapes)
+        z, _ = forward(self.params_, X, self._model, self._shapes)
         return z[:, 0] if z.shape[1] == 1 else z
 
     def _pred_index(self, X):
-        z, _ = forward(self.params_, X, self.model, self._shapes)
+        z, _ = forward(self.params_, X, self._model, self._shapes)
         if z.shape[1] == 1:
             return (z[:, 0] > 0.0).astype(np.intp)
         return np.argmax(z, axis=1)
@@ -562,15 +665,24 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         n_out = self._n_outputs_
         pred = np.where(idx == 1, 1, -1) if n_out == 1 else idx
         tl, tu = self.param_bounds_
-        ok = interval_certify(tl, tu, X, pred, self.model, self._shapes)
-        if self.model == "linear" or self.bound == "interval":
+        ok = interval_certify(tl, tu, X, pred, self._model, self._shapes)
+        if self._model == "linear" or self.bound == "interval":
             return ok
         rows = np.flatnonzero(~ok)
         if rows.size:
+            z, _ = forward(self.params_, X[rows], self._model, self._shapes)
+            if n_out == 1:
+                nominal = [[float(p * zi[0])] for p, zi in zip(pred[rows], z)]
+            else:
+                nominal = [
+                    [float(zi[c] - zi[j]) for j in range(n_out) if j != c]
+                    for c, zi in zip(pred[rows], z)
+                ]
             seeds = spawn_seeds(self._seed, rows.size)
             tasks = [
-                (tl, tu, X[i], self._n_hidden_, n_out, int(pred[i]), self.bound, self.time_limit, s)
-                for i, s in zip(rows, seeds)
+                (tl, tu, X[i], self._n_hidden_, n_out, int(pred[i]), nom, self.bound,
+                 self.time_limit, s)
+                for i, nom, s in zip(rows, nominal, seeds)
             ]
             ok[rows] = parallel_map(_certify_row, tasks, n_jobs=self.n_jobs)
         return ok

@@ -20,8 +20,8 @@ def _one_seed(seed, n_train, n_epochs, eps):
     for bound in BOUNDS:
         fit = MIBPCertifier(
             epsilon=eps,
-            n_epochs=n_epochs,
-            learning_rate=0.5,
+            max_epochs=n_epochs,
+            lr=0.5,
             bound=bound,
             time_limit=10.0,
             random_state=seed,
