@@ -231,14 +231,26 @@ def test_multiclass_smoke(loader, threshold):
 
 @pytest.mark.slow
 def test_planted_rule_list():
+    """Spec 7.4. The threshold check is specific enough to fail for random thresholds:
+    every planted cut (0.6 and 0.2 on x0, 0.3 on x1, 0.7 on x2) must be recovered
+    within 0.03 by a finite threshold on its own feature (either side: the list may
+    write the complement). Replacing the learned thresholds of this fit's list by
+    U(0, 1) draws passes this check in 0.0-0.13% of 4000 draws (seeds 0-2; the former
+    check "any threshold within 0.05 of any planted value" passed in 95-99%)."""
     rng = np.random.default_rng(0)
     X, y = planted(1000, rng)
     X_test, y_test = planted(1000, rng)
     clf = NeurulesClassifier(n_rules=10, random_state=0).fit(X, y)
-    assert clf.score(X_test, y_test) >= 0.93
-    finite = [v for r in clf.rules_ for _, lo, hi in r.conditions for v in (lo, hi)]
-    finite = [v for v in finite if np.isfinite(v)]
-    assert any(min(abs(v - t) for t in (0.6, 0.3, 0.7, 0.2)) < 0.05 for v in finite)
+    acc = clf.score(X_test, y_test)
+    assert acc >= 0.93  # acceptance (spec 7.4)
+    assert acc >= 0.97  # regression guard: measured 0.989 / 0.985 / 0.982 for seeds 0 / 1 / 2
+    conds = [c for rule in clf.rules_ for c in rule.conditions]
+    for feature, cut in [(0, 0.6), (1, 0.3), (2, 0.7), (0, 0.2)]:
+        assert any(
+            f == feature and np.isfinite(v) and abs(v - cut) < 0.03
+            for f, low, high in conds
+            for v in (low, high)
+        ), (feature, cut, clf.export_text())
 
 
 def test_hard_list_equals_printed_rules(breast_cancer_first_fold):
