@@ -749,14 +749,14 @@ def test_class_weight():
 
 def test_default_batch_size_and_dtype():
     clf = NeurulesClassifier()
-    assert clf.batch_size == 2048 and clf.dtype == "float32"
+    assert clf.batch_size is None and clf.dtype == "float32"
     X, y = load_iris(return_X_y=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         a = NeurulesClassifier(n_rules=4, max_epochs=60, random_state=0).fit(X, y)
-        b = NeurulesClassifier(n_rules=4, max_epochs=60, batch_size=None, random_state=0).fit(X, y)
+        b = NeurulesClassifier(n_rules=4, max_epochs=60, batch_size=2048, random_state=0).fit(X, y)
         c = NeurulesClassifier(n_rules=4, max_epochs=60, dtype="float64", random_state=0).fit(X, y)
-    assert a.rules_ == b.rules_  # 150 rows < 2048: the default is full-batch training
+    assert a.rules_ == b.rules_  # a batch larger than the data is a full batch
     assert c.score(X, y) >= a.score(X, y) - 0.1
     with pytest.raises(ValueError, match="dtype"):
         NeurulesClassifier(dtype="float16", max_epochs=2).fit(X, y)
