@@ -211,14 +211,20 @@ def _reference_trainer():
     return neurules, configs, utils, training
 
 
-def _run_reference(modules, X, y, n_epochs, seed=FOLD_SEED):
+def _run_reference(modules, X, y, n_epochs, seed=FOLD_SEED, X_test=None):
+    """Train the reference model with the paper scripts' settings; return the hard-list
+    predictions on ``X_test`` (standardised like ``X``) when given."""
     import torch
 
     neurules, configs, utils, training = modules
     torch.manual_seed(seed)
+    np.random.seed(seed)
     Xt = torch.tensor(X).float()
     Yt = torch.tensor(y).long()
-    cfg = configs.Rule_Config(Xt.shape[1], 2, predicate_temperature=0.2, selector_temperature=1.0)
+    n_classes = len(np.unique(y))
+    cfg = configs.Rule_Config(
+        Xt.shape[1], n_classes, predicate_temperature=0.2, selector_temperature=1.0
+    )
     cfg.n_rules = N_RULES
     train_cfg = configs.Train_Config(
         n_epochs=n_epochs, lr=0.01, batch_size=2048, min_support=0.2, lambd=0.4, device="cpu"
@@ -238,6 +244,12 @@ def _run_reference(modules, X, y, n_epochs, seed=FOLD_SEED):
         temperature_selector_schedule=schedules[1],
         disable_tqdm=True,
     )
+    if X_test is not None:
+        model.eval()
+        hard = model.to_hard_rule_list()
+        with torch.no_grad():
+            return hard(torch.tensor(X_test).float()).argmax(dim=1).numpy()
+    return None
 
 
 class SpeedRatios:
@@ -304,3 +316,94 @@ class SpeedRatios:
         return ratios["cart"]
 
     track_ratio_vs_cart.unit = "ours / CART (fit time)"
+
+
+REFERENCE_DATASETS = ["hepatitis", "tokyo1", "titanic", "ring", "magic"]
+
+
+class ReferenceDatasets:
+    """The paper's accuracy table on the data sets the reference repository ships.
+
+    Same ``KFold(5, shuffle=True, random_state=42)`` folds for NeuRules (defaults, 10
+    rules), the reference code (paper-script settings, run here), CART with 10 leaves and
+    RIPPER (``max_rules=10``). The data are read from ``NEURULES_REFERENCE_DIR/data`` (not
+    bundled: the repository has no licence); without it the benchmark is skipped. Heavy:
+    minutes per data set on two cores, so it is meant for full (not quick) runs.
+    """
+
+    params = REFERENCE_DATASETS
+    param_names = ["dataset"]
+    timeout = 7200
+
+    def setup_cache(self):
+        import os
+        import warnings
+
+        import pandas as pd
+        from sklearn.model_selection import KFold
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.tree import DecisionTreeClassifier
+
+        from sklearn_cispa.rules import NeurulesClassifier
+
+        path = os.environ.get("NEURULES_REFERENCE_DIR")
+        if not path:
+            return None
+        limit_torch_threads(1)
+        try:
+            reference = _reference_trainer()
+        except NotImplementedError:
+            reference = None
+        results = {}
+        for name in REFERENCE_DATASETS:
+            file = os.path.join(path, "data", name, f"{name}.tsv.gz")
+            if not os.path.exists(file):
+                continue
+            frame = pd.read_csv(file, sep="\t")
+            X = frame.drop(columns="target").to_numpy(dtype=float)
+            y = np.unique(frame["target"].to_numpy(), return_inverse=True)[1]
+            rows = {"neurules": [], "reference": [], "cart": [], "ripper": []}
+            for train, test in KFold(5, shuffle=True, random_state=FOLD_SEED).split(X):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    clf = NeurulesClassifier(n_rules=N_RULES, random_state=FOLD_SEED)
+                    rows["neurules"].append(clf.fit(X[train], y[train]).score(X[test], y[test]))
+                    if reference is not None:
+                        scaler = StandardScaler().fit(X[train])
+                        pred = _run_reference(
+                            reference,
+                            scaler.transform(X[train]),
+                            y[train],
+                            500,
+                            X_test=scaler.transform(X[test]),
+                        )
+                        rows["reference"].append(float(np.mean(pred == y[test])))
+                    tree = DecisionTreeClassifier(max_leaf_nodes=N_RULES, random_state=0)
+                    rows["cart"].append(tree.fit(X[train], y[train]).score(X[test], y[test]))
+                    try:
+                        _, predict, _, _ = _fit_ripper(X[train], y[train])
+                        rows["ripper"].append(float(np.mean(predict(X[test]) == y[test])))
+                    except ImportError:
+                        pass
+            results[name] = {k: float(np.mean(v)) for k, v in rows.items() if v}
+        return results
+
+    def setup(self, results, dataset):
+        if not results or dataset not in results:
+            raise NotImplementedError("set NEURULES_REFERENCE_DIR to a Schascha1/neurules checkout")
+
+    def track_accuracy_neurules(self, results, dataset):
+        return results[dataset]["neurules"]
+
+    def track_accuracy_reference(self, results, dataset):
+        if "reference" not in results[dataset]:
+            raise NotImplementedError("reference code not importable")
+        return results[dataset]["reference"]
+
+    def track_accuracy_cart(self, results, dataset):
+        return results[dataset]["cart"]
+
+    def track_accuracy_ripper(self, results, dataset):
+        if "ripper" not in results[dataset]:
+            raise NotImplementedError("wittgenstein is not installed")
+        return results[dataset]["ripper"]
