@@ -706,11 +706,12 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         self._final_temperatures = (tp, ts)
         self._check_training(n_skipped, n_batches * E)
         self._extract(X, y_enc, cw)
-        if self._n_extracted == 0 and usable.any():
+        if self.n_rules_ == 0 and usable.any():
             warnings.warn(
-                "NeurulesClassifier: no rule can fire on the training data, so the model "
-                "predicts one class for every row; the fit may have diverged (lower `lr`) "
-                "or stopped too early (raise `max_epochs`).",
+                "NeurulesClassifier: no rule can fire and change a prediction on the "
+                "training data, so the model predicts one class for every row; the fit "
+                "may have diverged (lower `lr`), stopped too early (raise `max_epochs`), "
+                "or found no signal.",
                 ConvergenceWarning,
                 stacklevel=2,
             )

@@ -625,8 +625,11 @@ def test_rule_list_equivariant_under_offset_and_rescaling(scale, offset):
 def test_divergence_is_reported():
     X, y = load_iris(return_X_y=True)
     # a huge learning rate throws every cut outside the data: no rule survives -> warning
-    with pytest.warns(ConvergenceWarning, match="no rule can fire"):
+    with pytest.warns(ConvergenceWarning, match="predicts one class"):
         NeurulesClassifier(n_rules=4, max_epochs=40, lr=1e3, random_state=0).fit(X, y)
+    # a learning rate so small that nothing moves: every rule is a no-op -> warning
+    with pytest.warns(ConvergenceWarning, match="predicts one class"):
+        NeurulesClassifier(max_epochs=20, lr=1e-12, random_state=0).fit(X, y)
     # parameters that overflow raise a clear error instead of returning garbage
     with pytest.raises(ValueError, match="diverged|lr"):
         NeurulesClassifier(n_rules=4, max_epochs=40, lr=1e30, random_state=0).fit(X, y)
