@@ -359,10 +359,13 @@ def test_pipeline_with_imputer_and_encoder_and_gridsearch():
     n_rules=st.integers(1, 4),
     seed=st.integers(0, 2**16),
     batch=st.sampled_from([None, 5]),
+    log_scale=st.floats(-6, 9),
+    offset=st.sampled_from([0.0, -1000.0, 1.7e9]),
 )
-def test_properties(n, n_features, n_rules, seed, batch):
+def test_properties(n, n_features, n_rules, seed, batch, log_scale, offset):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, n_features)) * rng.uniform(0.1, 100, size=n_features)
+    X = X * 10.0**log_scale + offset  # units from 1e-6 to 1e9, with offsets (issue 12)
     y = np.arange(n) % 2
     rng.shuffle(y)
     X_copy, y_copy = X.copy(), y.copy()
@@ -373,13 +376,20 @@ def test_properties(n, n_features, n_rules, seed, batch):
     assert clf.n_rules_ <= n_rules
     assert np.all(clf._a <= clf._b)  # cut points ordered after every step
     assert thresholds_in_range(clf, X)
-    X_new = rng.normal(size=(10, n_features)) * 50
+    X_new = rng.normal(size=(10, n_features)) * 50 * 10.0**log_scale + offset
     X_new_copy = X_new.copy()
     assert np.array_equal(
         reference_predict(clf.rules_, clf.default_class_, X_new), clf.predict(X_new)
     )
     assert np.array_equal(X_new, X_new_copy)
     assert clf.n_conditions_ == sum(len(r.conditions) for r in clf.rules_)
+    # the printed text, re-parsed, is the model (issue 15)
+    names = [f"x{i}" for i in range(n_features)]
+    rules, default = parse_rule_list(clf.export_text(), names)
+    for P in (X, X_new):
+        assert np.array_equal(
+            evaluate_parsed(rules, default, P), clf.predict(P).astype(str).astype(object)
+        )
 
 
 def test_constant_features_give_empty_list():
