@@ -74,7 +74,7 @@ TEST_PARAMS = {
     },
 
     # -- rules: NeurulesClassifier (issue 5)
-    "NeurulesClassifier": {"n_rules": 4, "max_epochs": 200, "random_state": 0},
+    "NeurulesClassifier": {"n_rules": 6, "max_epochs": 200, "random_state": 0},
 
     # -- conformal: RCP1Conformal, SmoothedConformal (issue 6)
     "RCP1Conformal": [

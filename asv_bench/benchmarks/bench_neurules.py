@@ -8,6 +8,13 @@ under a minute; the 5-fold acceptance figure is a slow test in
 default excluded) and conditions, and the fit time per fold. ``time_*`` benchmarks time
 a short NeuRules fit (per-epoch cost) and the prediction of the strict list. A peer that
 is not installed is skipped.
+
+``SpeedRatios`` records, in one process run, NeuRules' training time per epoch as a ratio
+against the authors' reference code (issue 16: target <= 0.5) and against a CART fit on
+the same fold. The reference is not bundled (its repository has no licence): set
+``NEURULES_REFERENCE_DIR`` to a checkout of Schascha1/neurules (its ``neurules.py``,
+``training.py``, ``utils.py`` and ``configs.py``); without it the reference ratio is
+skipped.
 """
 
 import time
@@ -171,3 +178,244 @@ class NeurulesFit:
 
     def time_predict(self):
         self.fitted.predict(self.X_test)
+
+
+def _reference_trainer():
+    """Import the authors' reference model from ``NEURULES_REFERENCE_DIR`` (or skip).
+
+    Only its public classes are called (our own driver below); its ``utils`` module
+    imports a data-download module that is replaced by an empty stand-in.
+    """
+    import os
+    import sys
+    import types
+
+    path = os.environ.get("NEURULES_REFERENCE_DIR")
+    if not path or not os.path.exists(os.path.join(path, "neurules.py")):
+        raise NotImplementedError("set NEURULES_REFERENCE_DIR to a Schascha1/neurules checkout")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    if "data_loaders" not in sys.modules:
+        import pandas
+
+        stub = types.ModuleType("data_loaders")
+        stub.pd, stub.np = pandas, np
+        sys.modules["data_loaders"] = stub
+    try:
+        import configs
+        import neurules
+        import training
+        import utils
+    except ImportError as exc:
+        raise NotImplementedError(f"reference code not importable: {exc}") from exc
+    return neurules, configs, utils, training
+
+
+def _run_reference(modules, X, y, n_epochs, seed=FOLD_SEED, X_test=None):
+    """Train the reference model with the paper scripts' settings; return the hard-list
+    predictions on ``X_test`` (standardised like ``X``) when given."""
+    import torch
+
+    neurules, configs, utils, training = modules
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    Xt = torch.tensor(X).float()
+    Yt = torch.tensor(y).long()
+    n_classes = len(np.unique(y))
+    cfg = configs.Rule_Config(
+        Xt.shape[1], n_classes, predicate_temperature=0.2, selector_temperature=1.0
+    )
+    cfg.n_rules = N_RULES
+    train_cfg = configs.Train_Config(
+        n_epochs=n_epochs, lr=0.01, batch_size=2048, min_support=0.2, lambd=0.4, device="cpu"
+    )
+    model = neurules.NeuralRuleList(cfg, utils.get_data_limits(Xt))
+    schedules = [
+        utils.Temperature_Scheduler(n_epochs // 2, cfg.schedule_predicate_temperature),
+        utils.Temperature_Scheduler(n_epochs // 2, cfg.schedule_selector_temperature),
+    ]
+    training.train_model(
+        model,
+        Xt,
+        Yt,
+        torch.nn.CrossEntropyLoss(),
+        train_cfg,
+        temperature_predicate_schedule=schedules[0],
+        temperature_selector_schedule=schedules[1],
+        disable_tqdm=True,
+    )
+    if X_test is not None:
+        model.eval()
+        hard = model.to_hard_rule_list()
+        with torch.no_grad():
+            return hard(torch.tensor(X_test).float()).argmax(dim=1).numpy()
+    return None
+
+
+class SpeedRatios:
+    """Time per epoch of NeuRules over the reference code and over CART, one process run.
+
+    Breast cancer, first fold (455 x 30), 10 rules, ``EPOCHS`` epochs; each side is timed
+    ``REPEATS`` times, alternating, and the ratio of the medians is recorded.
+    """
+
+    EPOCHS = 50
+    REPEATS = 3
+    timeout = 600
+
+    def setup_cache(self):
+        import warnings
+
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.tree import DecisionTreeClassifier
+
+        from sklearn_cispa.rules import NeurulesClassifier
+
+        limit_torch_threads(1)
+        X, y, folds = _folds()
+        train, _ = folds[0]
+        Xtr, ytr = X[train], y[train]
+        try:
+            reference = _reference_trainer()
+        except NotImplementedError:
+            reference = None
+        Xstd = StandardScaler().fit_transform(Xtr)
+        ours, ref, cart = [], [], []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            NeurulesClassifier(n_rules=N_RULES, max_epochs=4).fit(Xtr, ytr)  # warm-up
+            for _ in range(self.REPEATS):
+                start = time.perf_counter()
+                NeurulesClassifier(n_rules=N_RULES, max_epochs=self.EPOCHS, random_state=0).fit(
+                    Xtr, ytr
+                )
+                ours.append(time.perf_counter() - start)
+                if reference is not None:
+                    start = time.perf_counter()
+                    _run_reference(reference, Xstd, ytr, self.EPOCHS)
+                    ref.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                DecisionTreeClassifier(max_leaf_nodes=N_RULES, random_state=0).fit(Xtr, ytr)
+                cart.append(time.perf_counter() - start)
+        return {
+            "reference": float(np.median(ours) / np.median(ref)) if ref else None,
+            "cart": float(np.median(ours) / np.median(cart)),
+        }
+
+    def setup(self, ratios):
+        self.available = ratios["reference"] is not None
+
+    def track_ratio_vs_reference(self, ratios):
+        if not self.available:
+            raise NotImplementedError("reference code not available")
+        return ratios["reference"]
+
+    track_ratio_vs_reference.unit = "ours / reference (time per epoch)"
+
+    def track_ratio_vs_cart(self, ratios):
+        return ratios["cart"]
+
+    track_ratio_vs_cart.unit = "ours / CART (fit time)"
+
+
+REFERENCE_DATASETS = ["hepatitis", "tokyo1", "titanic", "ring", "magic"]
+
+
+class ReferenceDatasets:
+    """The paper's accuracy table on the data sets the reference repository ships.
+
+    Same ``KFold(5, shuffle=True, random_state=42)`` folds for NeuRules (defaults, 10
+    rules), the reference code (paper-script settings, run here), CART with 10 leaves,
+    RIPPER (``max_rules=10``) and imodels' greedy rule list. The data are read from
+    ``NEURULES_REFERENCE_DIR/data`` (not bundled: the repository has no licence);
+    without it the benchmark is skipped. Heavy:
+    minutes per data set on two cores, so it is meant for full (not quick) runs.
+    """
+
+    params = REFERENCE_DATASETS
+    param_names = ["dataset"]
+    timeout = 7200
+
+    def setup_cache(self):
+        import os
+        import warnings
+
+        import pandas as pd
+        from sklearn.impute import SimpleImputer
+        from sklearn.model_selection import KFold
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.tree import DecisionTreeClassifier
+
+        from sklearn_cispa.rules import NeurulesClassifier
+
+        path = os.environ.get("NEURULES_REFERENCE_DIR")
+        if not path:
+            return None
+        limit_torch_threads(1)
+        try:
+            reference = _reference_trainer()
+        except NotImplementedError:
+            reference = None
+        results = {}
+        for name in REFERENCE_DATASETS:
+            file = os.path.join(path, "data", name, f"{name}.tsv.gz")
+            if not os.path.exists(file):
+                continue
+            frame = pd.read_csv(file, sep="\t")
+            X = frame.drop(columns="target").to_numpy(dtype=float)
+            y = np.unique(frame["target"].to_numpy(), return_inverse=True)[1]
+            X_raw = X
+            rows = {"neurules": [], "reference": [], "cart": [], "ripper": [], "greedy": []}
+            for train, test in KFold(5, shuffle=True, random_state=FOLD_SEED).split(X_raw):
+                X = X_raw
+                if np.isnan(X_raw).any():  # titanic: mean imputation fitted on the fold
+                    X = SimpleImputer().fit(X_raw[train]).transform(X_raw)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    clf = NeurulesClassifier(n_rules=N_RULES, random_state=FOLD_SEED)
+                    rows["neurules"].append(clf.fit(X[train], y[train]).score(X[test], y[test]))
+                    if reference is not None:
+                        scaler = StandardScaler().fit(X[train])
+                        pred = _run_reference(
+                            reference,
+                            scaler.transform(X[train]),
+                            y[train],
+                            500,
+                            X_test=scaler.transform(X[test]),
+                        )
+                        rows["reference"].append(float(np.mean(pred == y[test])))
+                    tree = DecisionTreeClassifier(max_leaf_nodes=N_RULES, random_state=0)
+                    rows["cart"].append(tree.fit(X[train], y[train]).score(X[test], y[test]))
+                    for key, fitter in (("ripper", _fit_ripper), ("greedy", _fit_greedy)):
+                        try:
+                            _, predict, _, _ = fitter(X[train], y[train])
+                        except ImportError:
+                            continue
+                        rows[key].append(float(np.mean(predict(X[test]) == y[test])))
+            results[name] = {k: float(np.mean(v)) for k, v in rows.items() if v}
+        return results
+
+    def setup(self, results, dataset):
+        if not results or dataset not in results:
+            raise NotImplementedError("set NEURULES_REFERENCE_DIR to a Schascha1/neurules checkout")
+
+    def track_accuracy_neurules(self, results, dataset):
+        return results[dataset]["neurules"]
+
+    def track_accuracy_reference(self, results, dataset):
+        if "reference" not in results[dataset]:
+            raise NotImplementedError("reference code not importable")
+        return results[dataset]["reference"]
+
+    def track_accuracy_cart(self, results, dataset):
+        return results[dataset]["cart"]
+
+    def track_accuracy_ripper(self, results, dataset):
+        if "ripper" not in results[dataset]:
+            raise NotImplementedError("wittgenstein is not installed")
+        return results[dataset]["ripper"]
+
+    def track_accuracy_greedy_rule_list(self, results, dataset):
+        if "greedy" not in results[dataset]:
+            raise NotImplementedError("imodels is not installed")
+        return results[dataset]["greedy"]
