@@ -346,17 +346,7 @@ ROBUSTNESS = {
 # Robustness checks that fail today because of a bug that another branch is fixing.
 # They run as strict xfails: when the fix merges, the check passes, the suite fails,
 # and the entry is deleted here. Keys are (class name, check); values say where.
-_CMM_RIDGE = "issue 12 item 1: the EM ridge scales with the largest column (causal mixture branch)"
-_FIXED_ON_OTHER_BRANCHES = {
-    ("CausalMixtureDiscoverer", "offset"): _CMM_RIDGE,
-    ("CausalMixtureDiscoverer", "scale"): _CMM_RIDGE,
-    ("CausalMixtureDiscoverer", "column_scale"): _CMM_RIDGE,
-    ("CausalMixtureDiscoverer", "extreme_values"): _CMM_RIDGE,
-    ("MixtureOfLinearRegressions", "offset"): _CMM_RIDGE,
-    ("MixtureOfLinearRegressions", "scale"): _CMM_RIDGE,
-    ("MixtureOfLinearRegressions", "column_scale"): _CMM_RIDGE,
-    ("MixtureOfLinearRegressions", "extreme_values"): _CMM_RIDGE,
-}
+_FIXED_ON_OTHER_BRANCHES = {}
 
 
 def _instances():
@@ -717,15 +707,7 @@ def test_robustness(name, cls, check):
 # Functions that are not yet wrapped on this branch. The method branches are adding
 # validate_params to them (issue 12); they run as strict xfails, so a function that
 # becomes wrapped fails the suite until the lead removes it from this set at the merge.
-_VALIDATE_PARAMS_PENDING = {
-    "accuracy_rejection_curve",
-    "choquet_integral",
-    "entropy_difference",
-    "generalized_hartley",
-    "lower_probability",
-    "lower_total_variation",
-    "maximum_mean_imprecision",
-}
+_VALIDATE_PARAMS_PENDING = set()
 
 
 def _wrapped_by_validate_params(func):

@@ -9,34 +9,28 @@ from sklearn_cispa.utils._optional import is_available, optional_import
 from sklearn_cispa.utils._parallel import outer_n_jobs, parallel_map, pin_n_jobs, spawn_seeds
 from sklearn_cispa.utils._torch import (
     resolve_device,
-    seed_from_random_state,
     torch_generator,
     torch_rng_context,
 )
 from sklearn_cispa.utils._validation import (
-    check_in_unit_interval,
     check_min_samples,
     check_probabilities,
     check_random_generator,
-    check_real,
 )
 from sklearn_cispa.utils.discovery import all_estimators, all_functions
 
 __all__ = [
     "all_estimators",
     "all_functions",
-    "check_in_unit_interval",
     "check_min_samples",
     "check_probabilities",
     "check_random_generator",
-    "check_real",
     "is_available",
     "optional_import",
     "outer_n_jobs",
     "parallel_map",
     "pin_n_jobs",
     "resolve_device",
-    "seed_from_random_state",
     "spawn_seeds",
     "torch_generator",
     "torch_rng_context",

@@ -56,33 +56,6 @@ def resolve_device(device="auto"):
     return str(device)
 
 
-def seed_from_random_state(random_state):
-    """Draw one integer seed from ``random_state`` (transitional; use ``spawn_seeds``).
-
-    Kept only until the call sites in the method modules are migrated: it is exactly
-    ``spawn_seeds(random_state, 1)[0]``, the package's one seeding path.
-
-    Parameters
-    ----------
-    random_state : int, RandomState instance or None
-        Source of randomness (scikit-learn convention).
-
-    Returns
-    -------
-    seed : int
-        ``spawn_seeds(random_state, 1)[0]``.
-
-    Examples
-    --------
-    >>> from sklearn_cispa.utils import seed_from_random_state, spawn_seeds
-    >>> seed_from_random_state(0) == spawn_seeds(0, 1)[0]
-    True
-    """
-    from sklearn_cispa.utils._parallel import spawn_seeds
-
-    return spawn_seeds(random_state, 1)[0]
-
-
 def torch_generator(seed, device="cpu"):
     """Return a ``torch.Generator`` on ``device`` seeded with ``seed``.
 

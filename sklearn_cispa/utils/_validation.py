@@ -4,7 +4,6 @@ Parameter validation itself goes through scikit-learn's ``_parameter_constraints
 helpers here check array contents that constraints cannot express.
 """
 
-import numbers
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -93,104 +92,6 @@ def check_min_samples(n_samples, min_samples, *, what):
     """
     if n_samples < min_samples:
         raise ValueError(f"{what} needs at least {min_samples} samples, got {n_samples}.")
-
-
-def _bound_text(low, high, closed):
-    if low is not None and high is not None:
-        left = "[" if closed[0] else "("
-        right = "]" if closed[1] else ")"
-        return f"in {left}{low}, {high}{right}"
-    if low is not None:
-        return f"a finite number {'>=' if closed[0] else '>'} {low}"
-    if high is not None:
-        return f"a finite number {'<=' if closed[1] else '<'} {high}"
-    return "a finite number"
-
-
-def check_real(value, *, name, low=None, high=None, closed=(True, True)):
-    """Check that a scalar is a finite real number in a range (transitional).
-
-    Being removed: hyperparameters use ``_parameter_constraints`` (``Interval``),
-    public functions ``validate_params``, internal values ``sklearn.utils.check_scalar``.
-
-    Parameters
-    ----------
-    value : float
-        The value. Booleans are refused, as are NaN and infinities.
-    name : str
-        Its name, for the messages.
-    low, high : float, default=None
-        Bounds of the allowed range; None leaves that side open-ended.
-    closed : tuple of bool, default=(True, True)
-        Whether ``low`` and ``high`` themselves are allowed.
-
-    Returns
-    -------
-    value : float
-
-    Raises
-    ------
-    TypeError
-        When ``value`` is not a real number.
-    ValueError
-        When it is not finite or lies outside the range; the message states the range.
-
-    Examples
-    --------
-    >>> from sklearn_cispa.utils import check_real
-    >>> check_real(0.5, name="sigma", low=0, closed=(False, True))
-    0.5
-    >>> check_real(-1, name="radius", low=0)
-    Traceback (most recent call last):
-    ...
-    ValueError: radius must be a finite number >= 0, got -1.0.
-    >>> check_real(1.0, name="sparsity", low=0, high=1, closed=(True, False))
-    Traceback (most recent call last):
-    ...
-    ValueError: sparsity must be in [0, 1), got 1.0.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}.")
-    value = float(value)
-    ok = bool(np.isfinite(value))
-    if low is not None:
-        ok = ok and (value >= low if closed[0] else value > low)
-    if high is not None:
-        ok = ok and (value <= high if closed[1] else value < high)
-    if not ok:
-        raise ValueError(f"{name} must be {_bound_text(low, high, closed)}, got {value!r}.")
-    return value
-
-
-def check_in_unit_interval(value, *, name, closed=(False, False)):
-    """Check a scalar lies in (0, 1), with optionally closed ends (transitional).
-
-    Being removed with :func:`check_real`: use ``Interval(Real, 0, 1, closed=...)``.
-
-    Parameters
-    ----------
-    value : float
-        The value.
-    name : str
-        Its name, for the message.
-    closed : tuple of bool, default=(False, False)
-        Whether 0 and 1 are allowed.
-
-    Returns
-    -------
-    value : float
-
-    Examples
-    --------
-    >>> from sklearn_cispa.utils import check_in_unit_interval
-    >>> check_in_unit_interval(0.1, name="alpha")
-    0.1
-    >>> check_in_unit_interval(1.0, name="alpha")
-    Traceback (most recent call last):
-    ...
-    ValueError: alpha must be in (0, 1), got 1.0.
-    """
-    return check_real(value, name=name, low=0, high=1, closed=closed)
 
 
 def check_random_generator(random_state):
