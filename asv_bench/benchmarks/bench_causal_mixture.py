@@ -200,12 +200,12 @@ class _ScalingBase:
         _cmm().fit(self.X)
 
     def _ges(self):
-        from sklearn_cispa.report._cmm_eval import run_ges
+        from sklearn_cispa.report import run_ges
 
         run_ges(self.X)
 
     def _pc(self):
-        from sklearn_cispa.report._cmm_eval import run_pc
+        from sklearn_cispa.report import run_pc
 
         run_pc(self.X)
 

@@ -95,7 +95,7 @@ class LossStepRatio:
 
     def setup_cache(self):
         limit_torch_threads(1)
-        from sklearn_cispa.report._neural_experiments import loss_step_ratio
+        from sklearn_cispa.report import loss_step_ratio
 
         return loss_step_ratio(("maxsup", "label_smoothing"), random_state=SEED)
 
@@ -204,7 +204,7 @@ class NanoAdamUsefulUpdates:
         import torch
 
         from sklearn_cispa.neural import NanoAdam
-        from sklearn_cispa.report._neural_experiments import nanoadam_useful_fraction
+        from sklearn_cispa.report import nanoadam_useful_fraction
 
         res = nanoadam_useful_fraction(sparsity=0.9, update_fraction=0.1, random_state=SEED)
         torch.manual_seed(SEED)

@@ -47,6 +47,8 @@ _HELPERS = {
     "sign_in_comparison": "_neural_experiments",
     "pai_early_loss": "_neural_experiments",
     "mask_structure": "_neural_experiments",
+    "loss_step_ratio": "_neural_experiments",
+    "nanoadam_useful_fraction": "_neural_experiments",
     # seed-to-seed statistics of the rows
     "mean_sd": "_stats",
     "paired_difference": "_stats",
