@@ -25,6 +25,14 @@ from ._common import SEED, require
 WORKLOADS = ["causal_mixture", "reference_fits", "mmi_members"]
 
 
+def _pickle_this_module_by_value():
+    # process-based workers (loky, Dask) cannot import ASV's ``benchmarks`` package, so
+    # the task function defined here travels by value, as one defined in a script would
+    import cloudpickle  # joblib's loky and Dask both pickle with it
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
 def _reference_fit(X, y, seed):
     from sklearn.linear_model import LogisticRegression
 
@@ -51,6 +59,7 @@ def _workload(name):
 
         X2, y2 = np.tile(X, (2, 1)) / 16.0, np.tile(y, 2)
         tasks = [(X2, y2, s) for s in spawn_seeds(SEED, 32)]
+        _pickle_this_module_by_value()
         return lambda n_jobs: parallel_map(_reference_fit, tasks, n_jobs=n_jobs)
     from sklearn_cispa.uncertainty import MMIUncertainty
 
