@@ -275,7 +275,7 @@ _COMMON_PARAMS_DOC = """
 """
 
 _COMMON_ATTRS_DOC = """
-    machines_ : ndarray of shape (n_machines_,)
+    machines_ : ndarray of shape (n_machines,)
         The machine labels (sorted unique ``groups``, or ``0..M-1``; the ranks with
         ``backend="torch"``).
     n_machines_ : int
@@ -296,7 +296,7 @@ _COMMON_ATTRS_DOC = """
         Number of rounds, ``rounds``.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Names of features seen during fit, when X has string column names.
 """
 
