@@ -1,10 +1,12 @@
 """First- and second-order heterogeneity of machines' losses (zeta_star and tau)."""
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp, softmax
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
@@ -91,7 +93,9 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         "squared": least squares, everything in closed form, and ``Q = 0``.
         "logistic": the logistic loss (multinomial for three or more classes); the
         optimum is found numerically (L-BFGS), the Hessians are taken there, and ``Q``
-        is an upper bound of the Lipschitz constant of the Hessians (no longer 0).
+        is an upper bound of the Lipschitz constant of the Hessians (no longer 0). A
+        ``ConvergenceWarning`` says when no minimiser exists (separable classes with
+        ``alpha=0``).
 
     Returns
     -------
@@ -136,6 +140,7 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
     grams = np.stack([Z[s].T @ Z[s] / len(s) for s in shards])
     if loss == "squared":
         k = 1
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         cs = np.stack([Z[s].T @ y[s] / len(s) for s in shards])
         A_bar = np.einsum("m,mpq->pq", weights, grams) + alpha * np.diag(pen)
         theta = np.linalg.lstsq(A_bar, weights @ cs, rcond=None)[0]
@@ -165,6 +170,15 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
 
         res = minimize(objective, np.zeros(p * k), jac=True, method="L-BFGS-B",
                        options={"maxiter": 10000, "gtol": 1e-12, "ftol": 1e-15})
+        grad_norm = float(np.max(np.abs(objective(res.x)[1])))
+        if (alpha == 0 and res.fun < 1e-6) or grad_norm > 1e-5:
+            warnings.warn(
+                "The logistic objective has no well-defined minimiser here (the classes "
+                f"look separable: loss {res.fun:.2g}, gradient {grad_norm:.2g}); "
+                "theta_star, zeta_star and tau are not meaningful. Set alpha > 0.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         theta = res.x.reshape(p, k)
         grads, hessians, row_grads = [], [], []
         for s in shards:

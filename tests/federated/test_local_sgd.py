@@ -410,6 +410,19 @@ def test_classifier_reaches_pooled_logistic_optimum(n_classes):
     assert gap_local > 1e-4
 
 
+def test_logistic_heterogeneity_warns_without_a_minimiser():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(100, 2))
+    y = (X[:, 0] > 0).astype(int)  # separable: the loss has no minimiser at alpha = 0
+    g = np.arange(100) % 4
+    with pytest.warns(ConvergenceWarning, match="separable"):
+        heterogeneity(X, y, g, loss="logistic")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        h = heterogeneity(X, y, g, loss="logistic", alpha=0.01)
+    assert np.all(np.isfinite(h["theta_star"])) and h["Q"] > 0
+
+
 def test_classifier_class_missing_on_a_machine():
     X, y, g = _classification(3)
     y = y.copy()
