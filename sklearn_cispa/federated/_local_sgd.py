@@ -262,7 +262,9 @@ _COMMON_PARAMS_DOC = """
         "simulate" runs all machines in this process, in one (M, p) array. "torch" runs
         one machine per process of an initialised ``torch.distributed`` group: every
         process calls ``fit`` on its own rows only (``groups=None``) and averaging is an
-        ``all_reduce``.
+        ``all_reduce``. All processes must use the same parameters; an error raised on one
+        process (invalid data) leaves the others waiting for the group's timeout, so
+        validate the shards first.
     warm_start : bool, default=False
         Start from the previous fit's ``coef_`` and ``intercept_``.
     random_state : int, RandomState instance or None, default=None
