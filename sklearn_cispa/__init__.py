@@ -23,6 +23,7 @@ _FIELD_SUBPACKAGES = (
     "certification",
     "conformal",
     "datasets",
+    "federated",
     "metrics",
     "neural",
     "pruning",

@@ -130,6 +130,18 @@ TEST_PARAMS = {
         dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, sparsity=0.5, sign_in=True,
              random_state=0),
     ],
+
+    # -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
+    "LocalSGDRegressor": [
+        {"n_machines": 2, "local_steps": 2, "rounds": 50},
+        {"n_machines": 2, "local_steps": 2, "rounds": 50, "algorithm": "minibatch",
+         "batch_size": 8, "random_state": 0},
+    ],
+    "LocalSGDClassifier": [
+        {"n_machines": 2, "local_steps": 2, "rounds": 50},
+        {"n_machines": 3, "local_steps": 3, "rounds": 40, "batch_size": 16,
+         "averaging": "samples", "random_state": 0},
+    ],
 }
 
 # --------------------------------------------------------------------------------------
@@ -149,6 +161,8 @@ EXPECTED_FAILED_CHECKS = {
     # -- certification: MIBPCertifier (issue 8)
 
     # -- neural: MLPNetClassifier (issue 9)
+
+    # -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
 
 }
 
@@ -192,6 +206,31 @@ _ONE_SIGMA = (
     "different relative noise"
 )
 _MINIBATCH_ORDER = "mini-batches follow the row order, so SGD visits other batches"
+# -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
+_LOCAL_SGD_RAW = (
+    "a fixed number of gradient steps on the raw features: an offset or per-column units "
+    "change the conditioning of every machine's Hessian and so the model after R rounds "
+    "(step_size='auto' follows only the largest eigenvalue); standardise in a Pipeline"
+)
+_LOCAL_SGD_INTERCEPT = (
+    "the column of ones of the intercept keeps its units while the features are rescaled, "
+    "so the conditioning and the model after R rounds change (without an intercept and "
+    "with step_size='auto' the fit is invariant, tested in tests/federated)"
+)
+_LOCAL_SGD_SPLIT = (
+    "with groups=None the rows are dealt to machines by a seeded permutation of their "
+    "positions, so permuted rows land on other machines (with groups given, full-batch "
+    "training is invariant, tested in tests/federated)"
+)
+_LOCAL_SGD_EXTREME = {
+    "step_size_1e3": {"step_size": 1e3},
+    "step_size_1e-300": {"step_size": 1e-300},
+    "one_row_per_machine": {"n_machines": 80},
+    "local_steps_2000_batch_1_noise_1e3": {
+        "local_steps": 2000, "rounds": 3, "batch_size": 1, "gradient_noise": 1e3,
+    },
+    "minibatch_rounds_5000": {"algorithm": "minibatch", "rounds": 5000, "local_steps": 1},
+}
 
 ROBUSTNESS = {
     # -- causal: AugmentedIVRegressor (issue 3)
@@ -342,6 +381,24 @@ ROBUSTNESS = {
             "adam_lr_1e3": {"lr": 1e3},
             "linear_batch_1": {"hidden_layer_sizes": (), "max_epochs": 2, "batch_size": 1},
         },
+    },
+
+    # -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
+    "LocalSGDRegressor": {
+        "offset": _LOCAL_SGD_RAW,
+        "scale": _LOCAL_SGD_INTERCEPT,
+        "column_scale": _LOCAL_SGD_RAW,
+        "row_order": _LOCAL_SGD_SPLIT,
+        "default_scoring": True,
+        "extreme_params": _LOCAL_SGD_EXTREME,
+    },
+    "LocalSGDClassifier": {
+        "offset": _LOCAL_SGD_RAW,
+        "scale": _LOCAL_SGD_INTERCEPT,
+        "column_scale": _LOCAL_SGD_RAW,
+        "row_order": _LOCAL_SGD_SPLIT,
+        "default_scoring": True,
+        "extreme_params": _LOCAL_SGD_EXTREME,
     },
 
 }

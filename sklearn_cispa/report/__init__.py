@@ -49,6 +49,11 @@ _HELPERS = {
     "mask_structure": "_neural_experiments",
     "loss_step_ratio": "_neural_experiments",
     "nanoadam_useful_fraction": "_neural_experiments",
+    # LocalSGDRegressor (federated)
+    "heterogeneous_problem": "_local_sgd_eval",
+    "excess_loss": "_local_sgd_eval",
+    "local_gd_bias": "_local_sgd_eval",
+    "local_vs_minibatch": "_local_sgd_eval",
     # seed-to-seed statistics of the rows
     "mean_sd": "_stats",
     "paired_difference": "_stats",

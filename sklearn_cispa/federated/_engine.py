@@ -1,0 +1,244 @@
+"""The numerical core of local SGD and minibatch SGD, shared by the estimators.
+
+Machine states are stacked in one ``(M, p, k)`` array (``p`` parameters per output,
+``k`` outputs: 1 for least squares and binary logistic regression, the number of classes
+for the multinomial loss). The same loop runs in one process (``M`` machines, averaging
+is a sum over the first axis) and on a ``torch.distributed`` group (one machine per
+process, averaging is an ``all_reduce``): only the reducer differs.
+"""
+
+import warnings
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp, softmax
+from sklearn.exceptions import ConvergenceWarning
+
+# upper bound of the second derivative of each loss in its logit, used by step_size="auto"
+CURVATURE = {"squared": 1.0, "logistic": 0.25, "multinomial": 0.5}
+
+
+def machine_stream(seed, machine):
+    """The random stream of one machine: child ``machine`` of ``SeedSequence(seed)``.
+
+    It depends only on the seed and the machine's index, not on the number of machines
+    or on the process layout, so a machine draws the same numbers in one process and as
+    rank ``machine`` of a process group.
+    """
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(machine),)))
+
+
+class SimulateReducer:
+    """Averaging over the machines held by this process (all of them)."""
+
+    def sum(self, values):
+        return np.asarray(values).sum(axis=0)
+
+    def max(self, values):
+        return np.asarray(values).max(axis=0)
+
+
+class TorchReducer:
+    """Averaging across the processes of an initialised ``torch.distributed`` group."""
+
+    def __init__(self, group=None):
+        import torch
+        import torch.distributed as dist
+
+        self._torch, self._dist, self._group = torch, dist, group
+
+    def _reduce(self, values, op):
+        local = np.asarray(values, dtype=np.float64)
+        local = local.max(axis=0) if op == "max" else local.sum(axis=0)
+        tensor = self._torch.from_numpy(np.array(local, dtype=np.float64, copy=True))
+        red = self._dist.ReduceOp.MAX if op == "max" else self._dist.ReduceOp.SUM
+        self._dist.all_reduce(tensor, op=red, group=self._group)
+        return tensor.numpy()
+
+    def sum(self, values):
+        return self._reduce(values, "sum")
+
+    def max(self, values):
+        return self._reduce(values, "max")
+
+
+class Machines:
+    """The shards held by this process, in padded arrays, and their losses and gradients.
+
+    Parameters
+    ----------
+    Zs, Ys : lists of arrays
+        Per machine: the design (with the column of ones last when an intercept is
+        fitted), shape ``(n_m, p)``, and the targets, shape ``(n_m, k)`` (one-hot for the
+        multinomial loss, 0/1 for the logistic loss).
+    weights : array of shape (M,)
+        The averaging weight of each machine held here (their sum over all processes
+        is 1).
+    loss : {"squared", "logistic", "multinomial"}
+    alpha : float
+        Ridge penalty ``alpha / 2 * ||w||^2``.
+    penalized : array of shape (p,)
+        1 for penalized parameters, 0 for the intercept.
+    """
+
+    def __init__(self, Zs, Ys, weights, loss, alpha, penalized):
+        self.loss_name = loss
+        self.M = len(Zs)
+        self.n = np.array([len(Z) for Z in Zs])
+        self.p, self.k = Zs[0].shape[1], Ys[0].shape[1]
+        n_max = int(self.n.max())
+        self.Z = np.zeros((self.M, n_max, self.p))
+        self.Y = np.zeros((self.M, n_max, self.k))
+        self.mask = np.zeros((self.M, n_max))
+        for m, (Z, Y) in enumerate(zip(Zs, Ys)):
+            self.Z[m, : len(Z)] = Z
+            self.Y[m, : len(Y)] = Y
+            self.mask[m, : len(Z)] = 1.0 / len(Z)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.alpha = float(alpha)
+        self.penalized = np.asarray(penalized, dtype=np.float64)[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            # A_m = Z_m^T Z_m / n_m (the Hessian of least squares), c_m = Z_m^T Y_m / n_m
+            self.A = np.einsum("mnp,mnq->mpq", self.Z * self.mask[:, :, None], self.Z)
+            self.c = np.einsum("mnp,mnk->mpk", self.Z * self.mask[:, :, None], self.Y)
+            self.yy = 0.5 * np.einsum("mnk,mnk,mn->m", self.Y, self.Y, self.mask)
+        if not (np.all(np.isfinite(self.A)) and np.all(np.isfinite(self.c))):
+            raise ValueError(
+                "The features (or targets) are too large: X^T X overflows in float64. "
+                "Rescale X, for example with a StandardScaler in a Pipeline."
+            )
+
+    def smoothness(self):
+        """max_m of this process's curvature bound ``c * lambda_max(A_m) + alpha``."""
+        lam = np.linalg.eigvalsh(self.A)[:, -1]
+        return CURVATURE[self.loss_name] * lam + self.alpha
+
+    def _link(self, logits):
+        if self.loss_name == "squared":
+            return logits
+        if self.loss_name == "logistic":
+            return expit(logits)
+        return softmax(logits, axis=-1)
+
+    def grad(self, theta, rngs, batch_size, sigma):
+        """Stochastic gradients of every machine at its own ``theta[m]``, shape (M, p, k).
+
+        Each machine draws, from its own stream, first the ``batch_size`` row positions
+        (with replacement; none for the full batch), then the Gaussian noise (only when
+        ``sigma > 0``). "local" and "minibatch" call this the same way, so with one local
+        step they consume the streams identically.
+        """
+        if batch_size is None:
+            if self.loss_name == "squared":
+                g = self.A @ theta - self.c
+            else:
+                resid = (self._link(self.Z @ theta) - self.Y) * self.mask[:, :, None]
+                g = np.swapaxes(self.Z, 1, 2) @ resid
+        else:
+            idx = np.stack([rng.integers(0, n, size=batch_size) for rng, n in zip(rngs, self.n)])
+            rows = np.arange(self.M)[:, None]
+            Zb, Yb = self.Z[rows, idx], self.Y[rows, idx]
+            resid = (self._link(Zb @ theta) - Yb) / batch_size
+            g = np.swapaxes(Zb, 1, 2) @ resid
+        if self.alpha:
+            g = g + self.alpha * self.penalized * theta
+        if sigma > 0:
+            g = g + sigma * np.stack([rng.standard_normal((self.p, self.k)) for rng in rngs])
+        return g
+
+    def losses(self, theta):
+        """``F_m(theta)`` for every machine held here at the shared ``theta`` (p, k)."""
+        if self.loss_name == "squared":
+            At = self.A @ theta
+            f = 0.5 * np.einsum("pk,mpk->m", theta, At) - np.einsum("pk,mpk->m", theta, self.c)
+            f = f + self.yy
+        else:
+            logits = self.Z @ theta
+            if self.loss_name == "logistic":
+                per_row = -(self.Y * log_expit(logits) + (1 - self.Y) * log_expit(-logits))
+                per_row = per_row[:, :, 0]
+            else:
+                per_row = logsumexp(logits, axis=-1) - np.sum(self.Y * logits, axis=-1)
+            f = np.sum(per_row * self.mask, axis=1)
+        if self.alpha:
+            f = f + 0.5 * self.alpha * float(np.sum(self.penalized * theta**2))
+        return f
+
+
+def _local_round_map(machines, eta, K):
+    """Full-batch least squares: K local steps are the affine map theta -> P theta + q."""
+    p = machines.p
+    step = np.eye(p)[None] - eta * (machines.A + machines.alpha * np.diagflat(machines.penalized))
+    P = np.repeat(np.eye(p)[None], machines.M, axis=0)
+    q = np.zeros_like(machines.c)
+    for _ in range(K):
+        P = step @ P
+        q = step @ q + eta * machines.c
+    return P, q
+
+
+def run_local_sgd(
+    machines,
+    theta0,
+    *,
+    algorithm,
+    local_steps,
+    rounds,
+    eta,
+    batch_size,
+    sigma,
+    rngs,
+    reducer,
+    verbose=0,
+    name="LocalSGD",
+):
+    """Run R rounds of local SGD or minibatch SGD from ``theta0`` (p, k).
+
+    Returns ``theta_bar, loss_curve, consensus_error``. When the averaged loss stops being
+    finite, a ``ConvergenceWarning`` is raised, the run stops, and the last finite
+    averaged iterate is returned (``loss_curve`` is NaN from the diverged round on).
+    """
+    K, R = int(local_steps), int(rounds)
+    w = machines.weights[:, None, None]
+    theta_bar = np.array(theta0, dtype=np.float64, copy=True)
+    loss_curve = np.full(R, np.nan)
+    consensus = np.zeros(R)
+    affine = None
+    if algorithm == "local" and batch_size is None and sigma == 0:
+        if machines.loss_name == "squared":
+            with np.errstate(over="ignore", invalid="ignore"):
+                affine = _local_round_map(machines, eta, K)
+    every = max(1, R // 10)
+    for r in range(R):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            th = np.repeat(theta_bar[None], machines.M, axis=0)
+            if algorithm == "local":
+                if affine is not None:
+                    th = affine[0] @ th + affine[1]
+                else:
+                    for _ in range(K):
+                        th = th - eta * machines.grad(th, rngs, batch_size, sigma)
+                new_bar = reducer.sum(w * th)
+                dev = np.sum((th - new_bar[None]) ** 2, axis=(1, 2))
+                consensus[r] = reducer.sum(machines.weights * dev)
+            else:
+                G = np.zeros_like(th)
+                for _ in range(K):
+                    G += machines.grad(th, rngs, batch_size, sigma)
+                new_bar = theta_bar - eta * reducer.sum(w * G / K)
+            f = float(reducer.sum(machines.weights * machines.losses(new_bar)))
+        if not (np.isfinite(f) and np.all(np.isfinite(new_bar))):
+            warnings.warn(
+                f"{name} diverged in round {r + 1} of {R}: the averaged loss is not finite. "
+                f"coef_ holds the last finite averaged iterate (after round {r}). "
+                "Use step_size='auto', a smaller step_size, or standardise the features.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+            consensus[r:] = np.nan
+            break
+        theta_bar, loss_curve[r] = new_bar, f
+        if verbose and ((r + 1) % every == 0 or r == R - 1):
+            print(
+                f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error {consensus[r]:.3g}"
+            )
+    return theta_bar, loss_curve, consensus
