@@ -130,6 +130,17 @@ TEST_PARAMS = {
         dict(hidden_layer_sizes=(16,), max_epochs=5, lr=1e-2, sparsity=0.5, sign_in=True,
              random_state=0),
     ],
+
+    # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
+    "BitwiseARGenerator": [
+        {"n_bits": 2, "max_iter": 100, "random_state": 0},
+        {"n_bits": 4, "C": 0.1, "max_iter": 100, "random_state": 0},
+    ],
+    "BitMarkDetector": [
+        {},
+        {"null": "fixed"},
+        {"null": "gamma0", "windows": "flat", "count_repeats": False},
+    ],
 }
 
 # --------------------------------------------------------------------------------------
@@ -149,6 +160,8 @@ EXPECTED_FAILED_CHECKS = {
     # -- certification: MIBPCertifier (issue 8)
 
     # -- neural: MLPNetClassifier (issue 9)
+
+    # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
 
 }
 
@@ -192,6 +205,14 @@ _ONE_SIGMA = (
     "different relative noise"
 )
 _MINIBATCH_ORDER = "mini-batches follow the row order, so SGD visits other batches"
+_GREY_LEVELS = (
+    "inputs are grey levels of a bitwise generator: values are rounded and clipped to "
+    "0 .. 2**n_bits - 1, so shifted or rescaled pixels are other images"
+)
+_BITS = (
+    "inputs are bits: values are rounded and clipped to {0, 1}, so shifted or rescaled "
+    "values are other bit strings"
+)
 
 ROBUSTNESS = {
     # -- causal: AugmentedIVRegressor (issue 3)
@@ -341,6 +362,41 @@ ROBUSTNESS = {
             "sign_in_sgd_lr_10": {"sign_in": True, "optimizer": "sgd", "lr": 10.0},
             "adam_lr_1e3": {"lr": 1e3},
             "linear_batch_1": {"hidden_layer_sizes": (), "max_epochs": 2, "batch_size": 1},
+        },
+    },
+
+    # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
+    "BitwiseARGenerator": {
+        "offset": _GREY_LEVELS,
+        "scale": _GREY_LEVELS,
+        "column_scale": _GREY_LEVELS,
+        "row_order": True,
+        "default_scoring": True,
+        "extreme_params": {
+            "8_bits_C_1e10": {"n_bits": 8, "C": 1e10, "max_iter": 50},
+            "C_1e-10_one_iteration": {"C": 1e-10, "max_iter": 1},
+            "16_bits": {"n_bits": 16, "max_iter": 20},
+        },
+    },
+    "BitMarkDetector": {
+        "structure": ("gamma0_", "threshold_", "z_clean_", "n_windows_"),
+        "offset": _BITS,
+        "scale": _BITS,
+        "column_scale": _BITS,
+        "row_order": (
+            "the calibration z-scores are stored in row order (z_clean_); gamma0_ and "
+            "the threshold, a mean and an order statistic, do not depend on it"
+        ),
+        "default_scoring": (
+            "a detector without a supervised target or a score method: delta is a "
+            "generation-time setting, so there is nothing for a default-scoring search "
+            "to rank (sweep delta with ParameterGrid and score with tpr_at_fpr)"
+        ),
+        "extreme_params": {
+            "fpr_1e-300": {"fpr": 1e-300},
+            "fpr_1-1e-12": {"fpr": 1 - 1e-12},
+            "z_threshold_1e300": {"null": "gamma0", "z_threshold": 1e300},
+            "long_keyless_green": {"green": ("0101", "1100", "0011"), "windows": "flat"},
         },
     },
 
