@@ -214,6 +214,19 @@ class BitMarkWatermark(BaseEstimator):
     def bias_table_(self):
         return self._resolve()[3].copy()
 
+    def _bit_bias(self, n_bits):
+        """Per bit index, the logit-difference bias by the last n-1 prefix bits (or None).
+
+        Used by :class:`BitwiseARGenerator` to apply the watermark without a Python call
+        per bit: entry ``k`` maps ``prefix & mask`` (the token's prefix integer, whose low
+        ``n - 1`` bits are the last ``n - 1`` bits drawn) to ``bias[., 1] - bias[., 0]``;
+        the last entry is ``mask``.
+        """
+        n, _, first, bias = self._resolve()
+        diff = bias[:, 1] - bias[:, 0]
+        per_bit = [None if k < first else diff for k in range(n_bits)]
+        return [*per_bit, (1 << (n - 1)) - 1]
+
     def __call__(self, prefix_bits, logits):
         """Add the watermark bias to the logits of the next bit of every token.
 

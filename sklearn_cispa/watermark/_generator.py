@@ -334,6 +334,11 @@ class BitwiseARGenerator(BaseEstimator):
         bits = np.zeros((n, p, d), dtype=np.uint8)
         uniforms = rng.random((p, d, n))
         zeros = np.zeros(n)
+        fast = getattr(logits_processor, "_bit_bias", None)
+        if fast is not None:
+            # a BitMarkWatermark: the same arithmetic as its __call__ on the logit pair
+            # (0, s), applied through the running prefix integer without a Python call
+            fast = fast(d)
         for i in range(p):
             r, c = divmod(i, w)
             left = levels[:, i - 1] if c > 0 else np.full(n, border)
@@ -344,6 +349,8 @@ class BitwiseARGenerator(BaseEstimator):
                 s = b0 + wp[i] + wl[left] + wu[up] + wk[prefix]
                 if logits_processor is None:
                     p_one = expit(s)
+                elif fast is not None:
+                    p_one = expit(s if fast[k] is None else s + fast[k][prefix & fast[-1]])
                 else:
                     logits = np.column_stack([zeros, s])
                     out = np.asarray(logits_processor(bits[:, i, :k].copy(), logits),

@@ -512,3 +512,17 @@ def test_radioactivity_on_the_toy(gen, samples, digits):
     # no threshold from the spec; regression guard of the first measurement
     assert tpr >= 0.95, tpr  # measured 1.00 over 3 seeds (green fraction 0.615 vs 0.215)
 
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"delta": 2.0}, {"delta": 1.0, "first_biased_bit": 2}, {"green": ("110", "001")},
+     {"green": 3, "gamma": 0.25, "random_state": 0}, {"green": ("1",), "delta": 0.7}],
+)
+def test_fast_watermark_path_equals_the_processor_call(gen, params):
+    """The generator applies a BitMarkWatermark inline; a wrapping callable takes the
+    generic path through __call__; both draw the same bits."""
+    wm = BitMarkWatermark(**params)
+    fast = gen.sample(30, logits_processor=wm, random_state=4)[1]
+    slow = gen.sample(30, logits_processor=lambda p, lg: wm(p, lg), random_state=4)[1]
+    np.testing.assert_array_equal(fast, slow)
