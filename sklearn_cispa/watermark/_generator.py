@@ -334,11 +334,19 @@ class BitwiseARGenerator(BaseEstimator):
         bits = np.zeros((n, p, d), dtype=np.uint8)
         uniforms = rng.random((p, d, n))
         zeros = np.zeros(n)
-        fast = getattr(logits_processor, "_bit_bias", None)
-        if fast is not None:
-            # a BitMarkWatermark: the same arithmetic as its __call__ on the logit pair
-            # (0, s), applied through the running prefix integer without a Python call
-            fast = fast(d)
+        fused = getattr(logits_processor, "_bit_bias", None)
+        if fused is not None:
+            # a BitMarkWatermark: its bias depends on the last n-1 bits of the token, which
+            # are the low bits of the running prefix integer, so it is folded into the
+            # prefix weights of every bit index (the arithmetic of __call__ on the logit
+            # pair (0, s), without a Python call per bit)
+            *per_bit, mask = fused(d)
+            weights = [
+                w if per_bit[k] is None
+                else (*w[:4], w[4] + per_bit[k][np.arange(2**k) & mask])
+                for k, w in enumerate(weights)
+            ]
+            logits_processor = None
         for i in range(p):
             r, c = divmod(i, w)
             left = levels[:, i - 1] if c > 0 else np.full(n, border)
@@ -349,8 +357,6 @@ class BitwiseARGenerator(BaseEstimator):
                 s = b0 + wp[i] + wl[left] + wu[up] + wk[prefix]
                 if logits_processor is None:
                     p_one = expit(s)
-                elif fast is not None:
-                    p_one = expit(s if fast[k] is None else s + fast[k][prefix & fast[-1]])
                 else:
                     logits = np.column_stack([zeros, s])
                     out = np.asarray(logits_processor(bits[:, i, :k].copy(), logits),
