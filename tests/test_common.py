@@ -379,14 +379,12 @@ ROBUSTNESS = {
         },
     },
     "BitMarkDetector": {
-        "structure": ("gamma0_", "threshold_", "z_clean_", "n_windows_"),
+        # the calibration z-scores (z_clean_) follow the rows; the null is compared
+        "structure": ("gamma0_", "threshold_", "n_windows_"),
         "offset": _BITS,
         "scale": _BITS,
         "column_scale": _BITS,
-        "row_order": (
-            "the calibration z-scores are stored in row order (z_clean_); gamma0_ and "
-            "the threshold, a mean and an order statistic, do not depend on it"
-        ),
+        "row_order": True,
         "default_scoring": (
             "a detector without a supervised target or a score method: delta is a "
             "generation-time setting, so there is nothing for a default-scoring search "
