@@ -192,7 +192,7 @@ class BitMarkWatermark(BaseEstimator):
             )
         codes = (np.arange(2 ** (n - 1))[:, None] << 1) | np.array([0, 1])
         bias = np.where(table[codes] >= table[codes ^ 1], float(self.delta), 0.0)
-        if np.all(bias[:, 0] == bias[:, 1]):
+        if self.delta > 0 and np.all(bias[:, 0] == bias[:, 1]):
             warnings.warn(
                 f"Every prefix of the green list {sorted(table.nonzero()[0].tolist())} "
                 "(as integers) has both or neither continuation green: the watermark "
