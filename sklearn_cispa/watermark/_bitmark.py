@@ -127,7 +127,9 @@ class BitMarkWatermark(BaseEstimator):
     ``__call__(prefix_bits, logits)`` takes the bits already drawn in each token,
     ``prefix_bits`` of shape ``(n_tokens, k)`` where ``k`` is the index of the bit being
     drawn, and uses its last ``n - 1`` columns; the bit index is what lets the processor
-    apply ``first_biased_bit``. The reference sampling loop leaves bits below the green
+    apply ``first_biased_bit``. A keyed random list can be useless: when every prefix has
+    both or neither continuation green (for example ``{010, 011}``), no bit is biased and
+    a warning says so. The reference sampling loop leaves bits below the green
     string length unbiased (an off-by-one: bit 1 has a predecessor in its token); this
     library biases from ``n - 1`` by default.
 
