@@ -39,7 +39,15 @@ def _as_bits(X):
     X = np.asarray(X)
     if X.ndim == 2:
         X = X[:, None, :]
-    return np.clip(np.rint(X), 0, 1).astype(np.uint8)
+    bits = np.clip(np.rint(X), 0, 1).astype(np.uint8)
+    if not np.array_equal(bits, X):
+        warnings.warn(
+            "X holds values other than 0 and 1; they were rounded and clipped to bits. "
+            "For images, set encoder= (for example a fitted generator's encode).",
+            UserWarning,
+            stacklevel=4,
+        )
+    return bits
 
 
 def _window_codes(bits, n, windows):
@@ -334,7 +342,8 @@ class BitMarkDetector(BaseEstimator):
     -----
     Bits come as ``(n_samples, n_tokens, token_bits)``; a 2-D array ``(n_samples, L)`` is
     read as one token of ``L`` bits per sample, for which both window modes coincide.
-    Values are rounded and clipped to ``{0, 1}``. With ``green={"01", "10"}`` and fair
+    Other values are rounded and clipped to ``{0, 1}`` with a warning (images need
+    ``encoder``). With ``green={"01", "10"}`` and fair
     i.i.d. bits the window indicators are independent, so the fixed null is exact;
     otherwise overlapping windows are dependent and the calibrated null is the one to
     trust. A calibration set whose green fraction is 0 or 1 gives a degenerate null:

@@ -46,7 +46,7 @@ class BitwiseARGenerator(BaseEstimator):
     ----------
     n_bits : int, default=4
         Bits per pixel; grey levels are ``0 .. 2**n_bits - 1``.
-    image_shape : tuple of (int, int) or None, default=None
+    image_shape : tuple or list of (int, int), or None, default=None
         ``(height, width)`` of the images, ``height * width`` must equal the number of
         features. None means one row of ``n_features`` pixels (no upper neighbour).
     C : float, default=1.0
@@ -94,7 +94,7 @@ class BitwiseARGenerator(BaseEstimator):
 
     _parameter_constraints: dict = {
         "n_bits": [Interval(numbers.Integral, 1, 16, closed="both")],
-        "image_shape": [tuple, None],
+        "image_shape": [tuple, list, None],
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],

@@ -545,3 +545,9 @@ def test_other_generators_and_green_lists(digits):
         assert det.n_windows_ == (64 if windows == "within_token" else 190)
         aucs[windows] = _roc(det, clean, marked)[0]
     assert aucs["within_token"] >= 0.99 and aucs["flat"] >= 0.95, aucs  # measured 1.000, 0.999
+
+
+def test_images_without_encoder_warn(gen, samples):
+    det = BitMarkDetector().fit(samples["cal"])
+    with pytest.warns(UserWarning, match="encoder="):
+        det.score_samples(gen.decode(samples["clean"])[:, :, None].repeat(4, axis=2))
