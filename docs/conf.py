@@ -64,6 +64,7 @@ _FIELD_TITLES = {
     "pruning": "Pruning (sklearn_cispa.pruning)",
     "rules": "Rule lists (sklearn_cispa.rules)",
     "uncertainty": "Uncertainty (sklearn_cispa.uncertainty)",
+    "watermark": "Watermarks (sklearn_cispa.watermark)",
 }
 
 

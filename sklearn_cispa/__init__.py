@@ -29,6 +29,7 @@ _FIELD_SUBPACKAGES = (
     "pruning",
     "rules",
     "uncertainty",
+    "watermark",
 )
 _SUBPACKAGES = (*_FIELD_SUBPACKAGES, "report", "utils")
 

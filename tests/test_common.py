@@ -142,6 +142,17 @@ TEST_PARAMS = {
         {"n_machines": 3, "local_steps": 3, "rounds": 40, "batch_size": 16,
          "averaging": "samples", "random_state": 0},
     ],
+
+    # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
+    "BitwiseARGenerator": [
+        {"n_bits": 2, "max_iter": 100, "random_state": 0},
+        {"n_bits": 4, "C": 0.1, "max_iter": 100, "random_state": 0},
+    ],
+    "BitMarkDetector": [
+        {},
+        {"null": "fixed"},
+        {"null": "gamma0", "windows": "flat", "count_repeats": False},
+    ],
 }
 
 # --------------------------------------------------------------------------------------
@@ -163,6 +174,7 @@ EXPECTED_FAILED_CHECKS = {
     # -- neural: MLPNetClassifier (issue 9)
 
     # -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
+    # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
 
 }
 
@@ -231,6 +243,14 @@ _LOCAL_SGD_EXTREME = {
     },
     "minibatch_rounds_5000": {"algorithm": "minibatch", "rounds": 5000, "local_steps": 1},
 }
+_GREY_LEVELS = (
+    "inputs are grey levels of a bitwise generator: values are rounded and clipped to "
+    "0 .. 2**n_bits - 1, so shifted or rescaled pixels are other images"
+)
+_BITS = (
+    "inputs are bits: values are rounded and clipped to {0, 1}, so shifted or rescaled "
+    "values are other bit strings"
+)
 
 ROBUSTNESS = {
     # -- causal: AugmentedIVRegressor (issue 3)
@@ -399,6 +419,39 @@ ROBUSTNESS = {
         "row_order": _LOCAL_SGD_SPLIT,
         "default_scoring": True,
         "extreme_params": _LOCAL_SGD_EXTREME,
+    },
+
+    # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
+    "BitwiseARGenerator": {
+        "offset": _GREY_LEVELS,
+        "scale": _GREY_LEVELS,
+        "column_scale": _GREY_LEVELS,
+        "row_order": True,
+        "default_scoring": True,
+        "extreme_params": {
+            "8_bits_C_1e10": {"n_bits": 8, "C": 1e10, "max_iter": 50},
+            "C_1e-10_one_iteration": {"C": 1e-10, "max_iter": 1},
+            "16_bits": {"n_bits": 16, "max_iter": 20},
+        },
+    },
+    "BitMarkDetector": {
+        # the calibration z-scores (z_clean_) follow the rows; the null is compared
+        "structure": ("gamma0_", "threshold_", "n_windows_"),
+        "offset": _BITS,
+        "scale": _BITS,
+        "column_scale": _BITS,
+        "row_order": True,
+        "default_scoring": (
+            "a detector without a supervised target or a score method: delta is a "
+            "generation-time setting, so there is nothing for a default-scoring search "
+            "to rank (sweep delta with ParameterGrid and score with tpr_at_fpr)"
+        ),
+        "extreme_params": {
+            "fpr_1e-300": {"fpr": 1e-300},
+            "fpr_1-1e-12": {"fpr": 1 - 1e-12},
+            "z_threshold_1e300": {"null": "gamma0", "z_threshold": 1e300},
+            "long_keyless_green": {"green": ("0101", "1100", "0011"), "windows": "flat"},
+        },
     },
 
 }

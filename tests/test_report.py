@@ -23,6 +23,7 @@ PACKAGE = Path(sklearn_cispa.__file__).parent
 # the nine rows of the report (issue 14); a row that disappears must fail here
 EXPECTED_ROWS = {
     "augmented_iv",
+    "bitmark",
     "causal_mixture",
     "local_sgd",
     "maxsup",

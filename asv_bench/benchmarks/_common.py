@@ -39,13 +39,16 @@ _PREIMPORT = (
     "sklearn_cispa.pruning",
     "sklearn_cispa.rules",
     "sklearn_cispa.uncertainty",
+    "sklearn_cispa.watermark",
     "sklearn.datasets",
     "sklearn.ensemble",
     "sklearn.linear_model",
     "sklearn.model_selection",
     "sklearn.tree",
 )
-_PREIMPORT_PEERS = ("causallearn", "imodels", "wittgenstein", "mapie", "linearmodels")
+_PREIMPORT_PEERS = (
+    "causallearn", "imodels", "wittgenstein", "mapie", "linearmodels", "imwatermark"
+)
 
 
 def _preimport():

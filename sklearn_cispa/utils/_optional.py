@@ -15,6 +15,7 @@ _KNOWN = {
     "mapie": ("mapie", "test"),
     "ivmodels": ("ivmodels", "test"),
     "linearmodels": ("linearmodels", "test"),
+    "imwatermark": ("invisible-watermark", "bench"),
 }
 
 

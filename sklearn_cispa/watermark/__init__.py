@@ -1,0 +1,19 @@
+"""Watermarks for generative models: BitMark for bitwise autoregressive image generators."""
+
+from sklearn_cispa.watermark._bitmark import (
+    BitMarkDetector,
+    BitMarkWatermark,
+    bit_flip_attack,
+    bit_flipper_attack,
+    gaussian_noise_attack,
+)
+from sklearn_cispa.watermark._generator import BitwiseARGenerator
+
+__all__ = [
+    "BitMarkDetector",
+    "BitMarkWatermark",
+    "BitwiseARGenerator",
+    "bit_flip_attack",
+    "bit_flipper_attack",
+    "gaussian_noise_attack",
+]
