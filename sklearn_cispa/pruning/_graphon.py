@@ -18,11 +18,12 @@ _MAX_CUT_BLOCKS = 16
 
 
 def _to_numpy(mask, what="mask"):
-    """A mask (numpy, torch or nested list) as a float64 numpy array; never a view."""
+    """A mask (numpy, torch or nested list) as a bool or float64 array (read only here)."""
     if hasattr(mask, "detach") and hasattr(mask, "cpu"):  # torch.Tensor, without importing torch
         mask = mask.detach().cpu().numpy()
-    arr = check_array(mask, dtype=np.float64, ensure_2d=False, allow_nd=True,
-                      input_name=what, copy=True)
+    arr = check_array(mask, dtype="numeric", ensure_2d=False, allow_nd=True, input_name=what)
+    if arr.dtype != bool:  # 0/1 masks stay bool (8x less memory to sort and sum)
+        arr = arr.astype(np.float64, copy=False)
     if arr.ndim in (2, 3) and 0 in arr.shape:
         raise ValueError(f"{what} is empty (shape {arr.shape}).")
     return arr
@@ -83,14 +84,19 @@ def _sas(mask, n_blocks, sort):
             f"a mask of shape {mask.shape} is narrower than n_blocks={n_blocks}: every mask "
             f"needs at least {n_blocks} rows and {n_blocks} columns (lower n_blocks)."
         )
+    acc = np.int64 if mask.dtype == bool else np.float64
+    rows = np.arange(n_out)
+    cols = np.arange(n_in)
     if sort in ("degree", "rows"):
-        mask = mask[np.argsort(-mask.sum(axis=1), kind="stable")]
+        rows = np.argsort(-mask.sum(axis=1, dtype=acc), kind="stable")
     if sort == "degree":
-        mask = mask[:, np.argsort(-mask.sum(axis=0), kind="stable")]
+        cols = np.argsort(-mask.sum(axis=0, dtype=acc), kind="stable")
+    if sort != "none":
+        mask = mask[np.ix_(rows, cols)]
     rs, cs = _block_starts(n_out, n_blocks), _block_starts(n_in, n_blocks)
-    sums = np.add.reduceat(np.add.reduceat(mask, rs, axis=0), cs, axis=1)
+    sums = np.add.reduceat(np.add.reduceat(mask, rs, axis=0, dtype=acc), cs, axis=1, dtype=acc)
     counts = np.outer(np.diff(np.append(rs, n_out)), np.diff(np.append(cs, n_in)))
-    hist = sums / counts
+    hist = sums.astype(np.float64) / counts
     if not np.all(np.isfinite(hist)):
         raise ValueError("the block sums of the mask overflow; its values are too large.")
     return hist
@@ -347,7 +353,7 @@ class GraphonEstimator(TransformerMixin, BaseEstimator):
         self.graphon_ = hists.mean(axis=0)
         if not np.all(np.isfinite(self.graphon_)):
             raise ValueError("the mean histogram overflows; the mask values are too large.")
-        self.density_ = float(np.mean([m.mean() for m in arrays]))
+        self.density_ = float(np.mean([m.mean(dtype=np.float64) for m in arrays]))
         self.block_std_ = float(hists[0].std())
         self.n_masks_ = len(arrays)
         self.mask_shapes_ = [tuple(m.shape) for m in arrays]
