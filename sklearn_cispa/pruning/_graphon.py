@@ -279,6 +279,10 @@ class GraphonEstimator(TransformerMixin, BaseEstimator):
     weighted graphs; entries in [0, 1] then give a graphon, and ``sample_mask`` requires
     ``graphon_`` in [0, 1].
 
+    ``distance`` names both the hyperparameter and the method ``distance(masks)`` (the
+    fixed API): ``est.distance`` is the method, ``est.get_params()["distance"]`` the
+    string, and ``set_params(distance=...)`` changes the string.
+
     Degree sorting of a uniformly random mask creates structure of order
     :math:`\\sqrt{p(1-p)/n}`, so ``block_std_`` of a random mask decays like that with
     the width n. Rows of equal degree keep their given order (ties broken by index), so

@@ -345,6 +345,19 @@ def test_empirical_ntk_batches_and_module_untouched():
     assert K1.dtype == np.float64
 
 
+def test_empirical_ntk_uncached_path_matches(monkeypatch):
+    from sklearn_cispa.pruning import _ntk
+
+    net = make_graphon_mlp(3, (16,), n_outputs=2, random_state=0)
+    X = np.random.RandomState(1).normal(size=(5, 3))
+    cached = empirical_ntk(net, X, batch_size=2)
+    cached_xy = empirical_ntk(net, X, X[:4], batch_size=2)
+    monkeypatch.setattr(_ntk, "_JACOBIAN_CACHE_BYTES", 0)
+    np.testing.assert_allclose(empirical_ntk(net, X, batch_size=2), cached, rtol=1e-12)
+    np.testing.assert_allclose(empirical_ntk(net, X, X[:4], batch_size=2), cached_xy, rtol=1e-12)
+    np.testing.assert_allclose(cached[:, :4], cached_xy, rtol=1e-12)
+
+
 def test_make_graphon_mlp_masks_and_sampling():
     G = [np.array([[1.0], [0.0]]), 0.5, None]
     net = make_graphon_mlp(4, (200, 100), graphons=G, random_state=0)
