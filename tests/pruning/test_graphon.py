@@ -531,3 +531,15 @@ def test_pipeline_classifies_pruning_method(digits):
     search = GridSearchCV(pipe, {"graphonestimator__n_blocks": [8, 16, 32]}, cv=3)
     search.fit(masks, labels)
     assert search.best_score_ >= 0.95
+
+
+@pytest.mark.gpu
+def test_empirical_ntk_on_cuda_matches_cpu():
+    net = make_graphon_mlp(8, (64, 64), n_outputs=3, graphons=[None, 0.5, None],
+                           random_state=0)
+    X = np.random.RandomState(0).normal(size=(20, 8))
+    cpu = empirical_ntk(net, X, batch_size=8)
+    masks = {"layers.1.weight": net.mask_1}
+    gpu = empirical_ntk(copy.deepcopy(net).cuda(), X, masks=masks, batch_size=8)
+    assert gpu.dtype == np.float64
+    np.testing.assert_allclose(gpu, cpu, rtol=1e-9)
