@@ -153,6 +153,9 @@ TEST_PARAMS = {
         {"null": "fixed"},
         {"null": "gamma0", "windows": "flat", "count_repeats": False},
     ],
+
+    # -- pruning: GraphonEstimator (issue 17)
+    "GraphonEstimator": [{"n_blocks": 2}, {"n_blocks": 2, "distance": "cut", "sort": "rows"}],
 }
 
 # --------------------------------------------------------------------------------------
@@ -176,6 +179,30 @@ EXPECTED_FAILED_CHECKS = {
     # -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
     # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
 
+
+    # -- pruning: GraphonEstimator (issue 17)
+    "GraphonEstimator": {
+        # fit and transform take masks: a 2-D input is ONE mask (rows and columns are
+        # neurons of two layers), transform returns one K*K histogram row per mask
+        **dict.fromkeys(
+            ("check_transformer_general", "check_transformer_general(readonly_memmap=True)",
+             "check_transformer_data_not_an_array", "check_methods_sample_order_invariance",
+             "check_methods_subset_invariance"),
+            "a 2-D input is one mask (a bipartite graph), not a table of samples: transform "
+            "returns one histogram per mask, and permuting or subsetting the rows of a mask "
+            "(its neurons) changes its degree-sorted blocks",
+        ),
+        **dict.fromkeys(
+            ("check_n_features_in", "check_n_features_in_after_fitting"),
+            "masks of any widths are accepted (every histogram is K x K), so there is no "
+            "fixed number of input features to record or check",
+        ),
+        **dict.fromkeys(
+            ("check_fit2d_1sample", "check_fit2d_1feature"),
+            "a mask with one row or column is narrower than n_blocks blocks and raises a "
+            "ValueError naming the minimum width (empty blocks would be NaN cells)",
+        ),
+    },
 }
 
 
@@ -451,6 +478,34 @@ ROBUSTNESS = {
             "fpr_1-1e-12": {"fpr": 1 - 1e-12},
             "z_threshold_1e300": {"null": "gamma0", "z_threshold": 1e300},
             "long_keyless_green": {"green": ("0101", "1100", "0011"), "windows": "flat"},
+        },
+    },
+
+    # -- pruning: GraphonEstimator (issue 17)
+    # X is one mask (a weighted bipartite graph): rows are neurons, not samples
+    "GraphonEstimator": {
+        "structure": ("graphon_", "histograms_", "density_"),
+        "offset": (
+            "the graphon is the mean edge weight of each block, in the units of the mask "
+            "entries, so an offset shifts every cell (the degree order is unchanged)"
+        ),
+        "scale": (
+            "the graphon is the mean edge weight of each block, in the units of the mask "
+            "entries, so it scales with them (the degree order is unchanged)"
+        ),
+        "column_scale": (
+            "columns are neurons: rescaling some of them changes their degrees, hence the "
+            "sorted order and the block means"
+        ),
+        "row_order": (
+            "rows of equal degree keep their given order (ties broken by index), so "
+            "permuting the rows of a 0/1 mask moves tied rows between blocks; without ties "
+            "the histogram is unchanged"
+        ),
+        "default_scoring": True,
+        "extreme_params": {
+            "one_block": {"n_blocks": 1},
+            "as_many_blocks_as_columns": {"n_blocks": 3, "distance": "cut"},
         },
     },
 

@@ -26,6 +26,7 @@ EXPECTED_ROWS = {
     "bitmark",
     "causal_mixture",
     "local_sgd",
+    "graphon",
     "maxsup",
     "mibp",
     "mmi",
