@@ -58,6 +58,7 @@ _FIELD_TITLES = {
     "certification": "Certified robustness (sklearn_cispa.certification)",
     "conformal": "Conformal prediction (sklearn_cispa.conformal)",
     "datasets": "Data sets (sklearn_cispa.datasets)",
+    "memorization": "Memorisation (sklearn_cispa.memorization)",
     "metrics": "Metrics (sklearn_cispa.metrics)",
     "neural": "Neural training (sklearn_cispa.neural)",
     "pruning": "Pruning (sklearn_cispa.pruning)",

@@ -23,6 +23,7 @@ _FIELD_SUBPACKAGES = (
     "certification",
     "conformal",
     "datasets",
+    "memorization",
     "metrics",
     "neural",
     "pruning",
