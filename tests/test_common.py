@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from numpydoc.docscrape import ClassDoc, FunctionDoc
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -36,7 +37,6 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
-import torch
 from torch import nn
 
 from sklearn_cispa.causal import GaussianNoiseAugmentation
