@@ -34,6 +34,12 @@ class _WindowLM(nn.Module):
         self.hidden = nn.Linear(self.context * self.n_vocab, int(hidden))
         self.act = nn.ReLU()
         self.out = nn.Linear(int(hidden), self.n_vocab)
+        # scikit-learn's MLP initialisation (Glorot uniform, factor 6 for ReLU, biases too)
+        with torch.no_grad():
+            for layer in (self.hidden, self.out):
+                bound = float(np.sqrt(6.0 / (layer.in_features + layer.out_features)))
+                layer.weight.uniform_(-bound, bound)
+                layer.bias.uniform_(-bound, bound)
 
     def forward(self, ids):
         ids = torch.as_tensor(ids).long()

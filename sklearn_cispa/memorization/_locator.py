@@ -537,7 +537,9 @@ class CriticalNeuronLocator(BaseEstimator):
         device = model_dev
         modules = self._hooked_modules()
         count, mean, m2 = 0, {}, {}
-        with _eval_mode(self.model), torch.no_grad():
+        # overflowing moments are caught below as non-finite statistics (a ValueError)
+        with _eval_mode(self.model), torch.no_grad(), np.errstate(over="ignore",
+                                                                  invalid="ignore"):
             for start in range(0, X.shape[0], int(self.batch_size)):
                 x = self._to_tensor(X[start:start + int(self.batch_size)], device)
                 acts = self._activations(modules, x)
