@@ -28,6 +28,7 @@ EXPECTED_ROWS = {
     "mibp",
     "mmi",
     "nanoadam",
+    "neurons",
     "neurules",
     "rcp1",
     "sign_in",
