@@ -34,6 +34,7 @@ _PREIMPORT = (
     "sklearn_cispa.certification",
     "sklearn_cispa.conformal",
     "sklearn_cispa.datasets",
+    "sklearn_cispa.memorization",
     "sklearn_cispa.neural",
     "sklearn_cispa.pruning",
     "sklearn_cispa.rules",
