@@ -408,15 +408,15 @@ ROBUSTNESS = {
         "structure": ("layers_",),
         "offset": (
             "the reference statistics are the model's activations on X: shifting the "
-            "inputs changes the activations and thus mu_ and sigma_"
+            "inputs changes the activations and thus their reference means and deviations"
         ),
         "scale": (
             "the reference statistics are the model's activations on X: rescaling the "
-            "inputs changes the activations and thus mu_ and sigma_"
+            "inputs changes the activations and thus their reference means and deviations"
         ),
         "column_scale": (
             "the reference statistics are the model's activations on X: rescaling the "
-            "inputs changes the activations and thus mu_ and sigma_"
+            "inputs changes the activations and thus their reference means and deviations"
         ),
         "row_order": True,
         "default_scoring": (

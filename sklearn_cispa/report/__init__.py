@@ -50,9 +50,9 @@ _HELPERS = {
     "loss_step_ratio": "_neural_experiments",
     "nanoadam_useful_fraction": "_neural_experiments",
     # CriticalNeuronLocator (imports torch)
-    "CANARY_SETTING": "_neurons_eval",
     "activation_ranking": "_neurons_eval",
     "canary_benchmark": "_neurons_eval",
+    "canary_ci_setting": "_neurons_eval",
     "reference_ids": "_neurons_eval",
     "train_canary_model": "_neurons_eval",
     # seed-to-seed statistics of the rows

@@ -4,8 +4,8 @@ import numpy as np
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
 from sklearn_cispa.report._neurons_eval import (
-    CANARY_SETTING,
     canary_benchmark,
+    canary_ci_setting,
     train_canary_model,
 )
 from sklearn_cispa.report._stats import mean_sd
@@ -32,7 +32,7 @@ QUICK_SETTING = dict(n_chars=10000, n_canaries=5, n_copies=20, heldout_chars=400
 )
 def run(*, quick, out_dir, random_state):
     """Planted-canary benchmark over 3 seeds (quick: a smaller corpus)."""
-    setting = QUICK_SETTING if quick else CANARY_SETTING
+    setting = QUICK_SETTING if quick else canary_ci_setting()
     n_seeds = 3
     per_seed = {k: [] for k in ("memorized", "stopped", "units", "ppl", "kept", "control",
                                 "act_rank_stopped", "act_rank_ppl")}

@@ -11,9 +11,14 @@ from sklearn_cispa.memorization import (
     make_canary_corpus,
 )
 
-# the benchmark setting at CI size (tests, quick report row, ASV); see the user guide
-CANARY_SETTING = dict(n_chars=20000, n_canaries=5, n_copies=40, heldout_chars=10000,
-                      max_epochs=8, alpha=1e-4)
+
+def canary_ci_setting():
+    """The planted-canary setting at CI size (tests, full report row); see the user guide.
+
+    Returns a dict of keyword arguments for :func:`train_canary_model`.
+    """
+    return dict(n_chars=20000, n_canaries=5, n_copies=40, heldout_chars=10000,
+                max_epochs=8, alpha=1e-4)
 
 
 def reference_ids(lm, docs, length=64, n_max=200):

@@ -1,7 +1,7 @@
 """The spec's planted-canary experiment at CI size (issue 21, spec section 7).
 
 One character model is trained once per module (``random_state=0``, the CI setting of
-``sklearn_cispa.report.CANARY_SETTING``) and shared by every test.
+``sklearn_cispa.report.canary_ci_setting()``) and shared by every test.
 """
 
 import numpy as np
@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from sklearn_cispa.memorization import extraction_rate
-from sklearn_cispa.report import CANARY_SETTING, canary_benchmark, train_canary_model
+from sklearn_cispa.report import canary_benchmark, canary_ci_setting, train_canary_model
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def bench():
-    lm, heldout, canaries = train_canary_model(0, **CANARY_SETTING)
+    lm, heldout, canaries = train_canary_model(0, **canary_ci_setting())
     out = canary_benchmark(lm, heldout, canaries, random_state=0)
     return lm, heldout, canaries, out
 
