@@ -11,7 +11,7 @@ from sklearn_cispa.report._neurons_eval import (
 from sklearn_cispa.report._stats import mean_sd
 
 # quick: a smaller corpus, model and training (all canaries are still memorised)
-QUICK_SETTING = dict(n_chars=10000, n_canaries=5, n_copies=20, heldout_chars=4000,
+QUICK_SETTING = dict(n_chars=6000, n_canaries=5, n_copies=15, heldout_chars=3000,
                      max_epochs=5, alpha=1e-4, hidden=128)
 
 
@@ -31,7 +31,22 @@ QUICK_SETTING = dict(n_chars=10000, n_canaries=5, n_copies=20, heldout_chars=400
     ),
 )
 def run(*, quick, out_dir, random_state):
-    """Planted-canary benchmark over 3 seeds (quick: a smaller corpus)."""
+    """Planted-canary benchmark over 3 seeds (quick: a smaller corpus).
+
+    Runs with one torch thread (restored afterwards): the model is tiny, and on a
+    shared 2-core machine more threads only spin.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _run(quick=quick, out_dir=out_dir, random_state=random_state)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(*, quick, out_dir, random_state):
     setting = QUICK_SETTING if quick else canary_ci_setting()
     n_seeds = 3
     per_seed = {k: [] for k in ("memorized", "stopped", "units", "ppl", "kept", "control",
