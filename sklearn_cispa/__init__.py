@@ -24,6 +24,7 @@ _FIELD_SUBPACKAGES = (
     "conformal",
     "datasets",
     "federated",
+    "memorization",
     "metrics",
     "neural",
     "pruning",

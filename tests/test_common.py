@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from numpydoc.docscrape import ClassDoc, FunctionDoc
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.linear_model import LogisticRegression, Ridge
@@ -36,6 +37,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
+from torch import nn
 
 from sklearn_cispa.causal import GaussianNoiseAugmentation
 from sklearn_cispa.utils import all_estimators, all_functions
@@ -156,6 +158,20 @@ TEST_PARAMS = {
 
     # -- pruning: GraphonEstimator (issue 17)
     "GraphonEstimator": [{"n_blocks": 2}, {"n_blocks": 2, "distance": "cut", "sort": "rows"}],
+
+    # -- memorization: CharMLPLanguageModel, CriticalNeuronLocator (issue 21)
+    # the locator wraps a torch model: this one gives every feature (a "position") 8
+    # hidden ReLU units, so that any number of features is a legal input
+    "CharMLPLanguageModel": {"context": 2, "hidden": 8, "max_epochs": 2, "random_state": 0},
+    "CriticalNeuronLocator": {
+        "model": nn.Sequential(
+            nn.Unflatten(1, (-1, 1)),
+            nn.Linear(1, 8, dtype=torch.float64),
+            nn.ReLU(),
+            nn.Linear(8, 2, dtype=torch.float64),
+        ),
+        "random_state": 0,
+    },
 }
 
 # --------------------------------------------------------------------------------------
@@ -203,6 +219,34 @@ EXPECTED_FAILED_CHECKS = {
             "ValueError naming the minimum width (empty blocks would be NaN cells)",
         ),
     },
+
+    # -- memorization: CharMLPLanguageModel, CriticalNeuronLocator (issue 21)
+    "CharMLPLanguageModel": {
+        "check_n_features_in": (
+            "a language model reads documents of any length through a window of `context` "
+            "symbols: it has no fixed number of features"
+        ),
+        "check_n_features_in_after_fitting": (
+            "a language model reads documents of any length through a window of `context` "
+            "symbols: it has no fixed number of features"
+        ),
+        "check_estimators_nan_inf": (
+            "every value of a document is a symbol of the vocabulary, NaN and inf included: "
+            "they are modelled, not rejected"
+        ),
+    },
+    "CriticalNeuronLocator": {
+        "check_estimators_overwrite_params": (
+            "the model parameter is a torch module, and joblib.hash of a deep copy of a "
+            "torch module differs from the module's own (measured before any fit); the "
+            "memorization tests check that fit leaves the weights and modes unchanged"
+        ),
+        "check_estimators_dtypes": (
+            "integer inputs are token ids and reach the model as int64 tensors; the "
+            "real-valued test model cannot multiply them"
+        ),
+    },
+
 }
 
 
@@ -506,6 +550,48 @@ ROBUSTNESS = {
         "extreme_params": {
             "one_block": {"n_blocks": 1},
             "as_many_blocks_as_columns": {"n_blocks": 3, "distance": "cut"},
+        },
+    },
+
+    # -- memorization: CharMLPLanguageModel, CriticalNeuronLocator (issue 21)
+    "CharMLPLanguageModel": {
+        # each distinct value of a row (a document) is one symbol of the vocabulary
+        "offset": True,
+        "scale": True,
+        "column_scale": (
+            "each value is a symbol and the vocabulary is sorted: rescaling columns apart "
+            "reorders the symbols, so the network starts from another initialisation"
+        ),
+        "row_order": _MINIBATCH_ORDER,
+        "default_scoring": True,
+        "extreme_params": {
+            "context_64_one_unit": {"context": 64, "hidden": 1, "max_epochs": 1},
+            "lr_1e3": {"lr": 1e3, "max_epochs": 3},
+            "batch_1_alpha_1e6": {"batch_size": 1, "alpha": 1e6, "max_epochs": 1},
+        },
+    },
+    "CriticalNeuronLocator": {
+        "structure": ("layers_",),
+        "offset": (
+            "the reference statistics are the model's activations on X: shifting the "
+            "inputs changes the activations and thus their reference means and deviations"
+        ),
+        "scale": (
+            "the reference statistics are the model's activations on X: rescaling the "
+            "inputs changes the activations and thus their reference means and deviations"
+        ),
+        "column_scale": (
+            "the reference statistics are the model's activations on X: rescaling the "
+            "inputs changes the activations and thus their reference means and deviations"
+        ),
+        "row_order": True,
+        "default_scoring": (
+            "it wraps a trained model and records statistics; it has no score method, so "
+            "a default-scoring search has nothing to rank"
+        ),
+        "extreme_params": {
+            "batch_1_mean_abs": {"batch_size": 1, "aggregate": "mean_abs"},
+            "hook_a_linear_layer": {"layers": ["3"], "signed": False},
         },
     },
 

@@ -31,6 +31,7 @@ EXPECTED_ROWS = {
     "mibp",
     "mmi",
     "nanoadam",
+    "neurons",
     "neurules",
     "rcp1",
     "sign_in",

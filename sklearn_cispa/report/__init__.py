@@ -54,6 +54,12 @@ _HELPERS = {
     "excess_loss": "_local_sgd_eval",
     "local_gd_bias": "_local_sgd_eval",
     "local_vs_minibatch": "_local_sgd_eval",
+    # CriticalNeuronLocator (imports torch)
+    "activation_ranking": "_neurons_eval",
+    "canary_benchmark": "_neurons_eval",
+    "canary_ci_setting": "_neurons_eval",
+    "reference_ids": "_neurons_eval",
+    "train_canary_model": "_neurons_eval",
     # seed-to-seed statistics of the rows
     "mean_sd": "_stats",
     "paired_difference": "_stats",

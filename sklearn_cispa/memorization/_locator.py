@@ -1,0 +1,799 @@
+"""CriticalNeuronLocator: find and deactivate the units that carry a memorised string.
+
+The procedure follows NeMo (Hintersdorf et al., NeurIPS 2024): unit statistics on ordinary
+text, an outlier threshold lowered until deactivating the outliers breaks the
+memorisation, then a greedy refinement. It is adapted from diffusion models to token
+language models (greedy extraction as the memorisation test).
+"""
+
+import contextlib
+import json
+import numbers
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
+from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
+
+from sklearn_cispa.utils import check_random_generator, resolve_device, spawn_seeds
+
+__all__ = ["CriticalNeuronLocator", "NeuronMask", "greedy_extraction_oracle"]
+
+_ACTIVATIONS = (nn.ReLU, nn.GELU, nn.SiLU)
+_TOPK_CAP = 50  # largest per-layer top-k of the NeMo schedule (library cap)
+_SIGMA_FLOOR = 1e-6
+
+
+# ------------------------------------------------------------------------------ helpers
+@contextlib.contextmanager
+def _eval_mode(model):
+    """Put every submodule in eval mode inside the block, restore the flags afterwards."""
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
+
+
+def _model_device(model, default="cpu"):
+    for p in model.parameters():
+        return p.device
+    for b in model.buffers():
+        return b.device
+    return torch.device(default)
+
+
+def _as_ids(ids, name):
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of token ids.")
+    if arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise ValueError(f"{name} must hold integer token ids, got dtype {arr.dtype}.")
+    return arr.astype(np.int64)
+
+
+def _next_logits(model, ids, device):
+    """Next-token logits (vocab,) of a 1-D id sequence, for window or sequence models."""
+    x = torch.as_tensor(np.asarray(ids, dtype=np.int64)[None, :], device=device)
+    out = model(x)
+    return out[0, -1] if out.ndim == 3 else out[0]
+
+
+def _greedy_decode(model, prefix, n_tokens):
+    device = _model_device(model)
+    seq = [int(i) for i in prefix]
+    out = []
+    with _eval_mode(model), torch.no_grad():
+        for _ in range(n_tokens):
+            nxt = int(torch.argmax(_next_logits(model, seq, device)))
+            seq.append(nxt)
+            out.append(nxt)
+    return out
+
+
+@validate_params(
+    {
+        "model": [HasMethods(["forward", "register_forward_hook"])],
+        "prefix_ids": ["array-like"],
+        "target_ids": ["array-like"],
+        "match": [StrOptions({"exact"}), Interval(numbers.Real, 0, 1, closed="both")],
+    },
+    prefer_skip_nested_validation=True,
+)
+def greedy_extraction_oracle(model, prefix_ids, target_ids, match="exact"):
+    """Whether greedy decoding from a prefix reproduces a target: "still memorised".
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps token ids of shape ``(1, length)`` to next-token logits, either
+        ``(1, vocab)`` (a window model) or ``(1, length, vocab)`` (a sequence model, whose
+        last position is used). Run in eval mode without gradients; active forward hooks
+        (a :class:`NeuronMask`) apply.
+    prefix_ids : array-like of shape (n_prefix,)
+        Token ids of the prompt.
+    target_ids : array-like of shape (n_target,)
+        Token ids of the memorised continuation.
+    match : "exact" or float, default="exact"
+        ``"exact"``: every target token must be decoded. A float in [0, 1]: the
+        fraction of target positions decoded correctly must reach it.
+
+    Returns
+    -------
+    memorized : bool
+        True when the greedy continuation matches the target.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_cispa.memorization import greedy_extraction_oracle
+    >>> class Next(torch.nn.Module):  # always predicts (last id + 1) mod 5
+    ...     def forward(self, ids):
+    ...         return torch.nn.functional.one_hot((ids[:, -1] + 1) % 5, 5).double()
+    >>> greedy_extraction_oracle(Next(), [0, 1], [2, 3, 4])
+    True
+    >>> greedy_extraction_oracle(Next(), [0, 1], [2, 0, 4], match=0.6)
+    True
+    """
+    prefix = _as_ids(prefix_ids, "prefix_ids")
+    target = _as_ids(target_ids, "target_ids")
+    decoded = np.asarray(_greedy_decode(model, prefix, len(target)))
+    if match == "exact":
+        return bool(np.array_equal(decoded, target))
+    return bool(np.mean(decoded == target) >= match)
+
+
+# ------------------------------------------------------------------------------ masks
+class NeuronMask:
+    """Forward hooks that multiply chosen hidden units by ``scale``; removable.
+
+    The hooks are registered when the mask is created and removed by :meth:`remove` or
+    on leaving a ``with`` block; the model's forward pass is then bit for bit what it
+    was. Several masks compose (their factors multiply).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose submodules' outputs are rescaled.
+    neurons : list of (str, int)
+        ``(layer, unit)`` pairs: a submodule name of ``model`` (as in
+        ``model.named_modules()``) and an index of the last dimension of its output.
+    scale : float, default=0.0
+        Multiplier of the selected units; 0 deactivates them.
+
+    Attributes
+    ----------
+    neurons : list of (str, int)
+        The masked units, sorted.
+    scale : float
+        The multiplier.
+    active : bool
+        Whether the hooks are registered.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_cispa.memorization import NeuronMask
+    >>> model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(),
+    ...                             torch.nn.Linear(3, 1))
+    >>> x = torch.ones(1, 2)
+    >>> before = model(x)
+    >>> with NeuronMask(model, [("1", 0), ("1", 2)]) as mask:
+    ...     masked = model(x)
+    >>> mask.active, bool(torch.equal(model(x), before))
+    (False, True)
+    """
+
+    def __init__(self, model, neurons, scale=0.0):
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}.")
+        scale = float(scale)
+        if not np.isfinite(scale):
+            raise ValueError(f"scale must be finite, got {scale}.")
+        modules = dict(model.named_modules())
+        by_layer = {}
+        clean = []
+        for pair in neurons:
+            layer, unit = pair
+            layer, unit = str(layer), int(unit)
+            if layer not in modules:
+                raise ValueError(f"neurons: model has no submodule named {layer!r}.")
+            if unit < 0:
+                raise ValueError(f"neurons: unit indices must be >= 0, got {unit}.")
+            by_layer.setdefault(layer, set()).add(unit)
+            clean.append((layer, unit))
+        self.neurons = sorted(set(clean))
+        self.scale = scale
+        self._handles = []
+        for layer, units in by_layer.items():
+            idx = torch.as_tensor(sorted(units), dtype=torch.long)
+            self._handles.append(
+                modules[layer].register_forward_hook(_ScaleHook(idx, scale))
+            )
+
+    @property
+    def active(self):
+        """Whether the hooks are still registered."""
+        return bool(self._handles)
+
+    def remove(self):
+        """Remove the hooks; the model computes exactly what it did before the mask.
+
+        Returns
+        -------
+        self : NeuronMask
+        """
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        return self
+
+    def to_json(self):
+        """The masked units as a JSON list of ``[layer, unit]`` pairs.
+
+        Returns
+        -------
+        text : str
+        """
+        return json.dumps([[layer, unit] for layer, unit in self.neurons])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    def __repr__(self):
+        state = "active" if self.active else "removed"
+        return f"NeuronMask({len(self.neurons)} units, scale={self.scale:g}, {state})"
+
+
+class _ScaleHook:
+    """Forward hook multiplying units ``idx`` of the last output dimension by ``scale``."""
+
+    def __init__(self, idx, scale):
+        self.idx = idx
+        self.scale = scale
+
+    def __call__(self, module, inputs, output):
+        if self.idx.numel() and int(self.idx.max()) >= output.shape[-1]:
+            raise ValueError(
+                f"NeuronMask: unit {int(self.idx.max())} is out of range for an output "
+                f"with {output.shape[-1]} units."
+            )
+        out = output.clone()
+        idx = self.idx.to(out.device)
+        out[..., idx] = out[..., idx] * self.scale
+        return out
+
+
+class _Recorder:
+    """Forward hook storing a detached copy of each output."""
+
+    def __init__(self):
+        self.outputs = []
+
+    def __call__(self, module, inputs, output):
+        self.outputs.append(output.detach())
+
+
+@contextlib.contextmanager
+def _recording(modules):
+    """Register recorders on ``modules`` (name -> module) inside the block."""
+    recorders = {name: _Recorder() for name in modules}
+    handles = [modules[n].register_forward_hook(recorders[n]) for n in modules]
+    try:
+        yield recorders
+    finally:
+        for h in handles:
+            h.remove()
+
+
+# ------------------------------------------------------------------------------ locator
+class CriticalNeuronLocator(BaseEstimator):
+    """Find, per memorised string, the few hidden units whose deactivation stops extraction.
+
+    ``fit`` records unit statistics (mean and standard deviation of every hooked unit)
+    on ordinary text. ``localize`` then scores each unit by how unusually it fires on a
+    memorised ``(prefix, target)`` pair, deactivates the units above a threshold that is
+    lowered step by step until greedy extraction of the target fails, and refines that
+    set greedily (NeMo's procedure, adapted to language models). ``deactivate`` returns
+    a removable :class:`NeuronMask` over the located units.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps token ids of shape ``(batch, length)`` to next-token logits of shape
+        ``(batch, vocab)`` (a window model, which predicts the token after the sequence)
+        or ``(batch, length, vocab)`` (a sequence model). It is run in eval mode; its
+        training flags are restored afterwards. For :class:`CharMLPLanguageModel`, pass
+        its ``module_``.
+    layers : "auto" or list of str, default="auto"
+        Hooked submodules. ``"auto"`` hooks every activation module (ReLU, GELU, SiLU)
+        that directly follows a ``Linear`` in registration order (the hidden units of
+        MLP blocks). A list of names (from ``model.named_modules()``) hooks exactly
+        those outputs. A unit is one index of the last output dimension.
+    signed : bool, default=True
+        True scores ``(a - mu) / sigma``: units firing unusually high. False scores
+        ``|a - mu| / sigma`` (NeMo's outlier score).
+    aggregate : {"max", "mean_abs"}, default="max"
+        ``"max"``: statistics over all reference positions, a unit's score is the
+        maximum over the positions that predict the target. ``"mean_abs"`` (NeMo): the
+        statistic is the mean absolute activation over those positions, with ``mu`` and
+        ``sigma`` taken over reference sequences.
+    theta_start : float, default=8.0
+        First threshold on the score.
+    theta_step : float, default=0.5
+        Decrease of the threshold per step.
+    theta_min : float, default=1.0
+        Lowest threshold.
+    topk_step : int, default=0
+        Per step, the number of units per layer with the largest activation at the target
+        positions added to the set grows by this much (NeMo's schedule uses 1; capped at
+        50). 0 disables the addition and the search stops at ``theta_min``.
+    refine : bool, default=True
+        Run the greedy refinement (a layer pass, when several layers are hooked, then a
+        unit pass).
+    oracle : callable, default=None
+        ``oracle(model, prefix_ids, target_ids) -> bool``, True meaning "still
+        memorised". None uses :func:`greedy_extraction_oracle` with exact matching.
+    scale : float, default=0.0
+        Multiplier of deactivated units; 0 switches them off, 0.5 halves them.
+    batch_size : int, default=256
+        Reference sequences per forward pass in ``fit``.
+    device : str, default="cpu"
+        Device of the reference pass; it must be the device of the model's parameters.
+    random_state : int, RandomState instance or None, default=None
+        Used by :meth:`random_control` only; localisation is deterministic.
+
+    Attributes
+    ----------
+    layers_ : list of str
+        Names of the hooked submodules.
+    n_units_ : dict of str to int
+        Units per hooked layer.
+    mu_ : dict of str to ndarray of shape (n_units,)
+        Reference mean of each unit's statistic.
+    sigma_ : dict of str to ndarray of shape (n_units,)
+        Reference standard deviation (population, floored at 1e-6).
+    n_features_in_ : int
+        Length of the reference sequences.
+    results_ : list of dict
+        One result per localised pair (set by :meth:`localize`): ``neurons``,
+        ``memorized_before``, ``localized``, ``theta``, ``n_initial``,
+        ``n_oracle_calls`` and ``z`` (layer to scores).
+    neurons_ : list of (str, int)
+        Union of the located units over ``results_``; what :meth:`deactivate` uses by
+        default.
+
+    See Also
+    --------
+    NeuronMask : The removable intervention.
+    CharMLPLanguageModel : The character model of the planted-canary benchmark.
+
+    Notes
+    -----
+    No language-model paper of this method could be identified; the procedure is that of
+    NeMo (Hintersdorf et al., "Finding NeMo: Localizing Neurons Responsible For
+    Memorization in Diffusion Models", NeurIPS 2024), adapted: memorisation is tested by
+    greedy extraction instead of the SSIM of diffusion noise; the default score is the
+    signed maximum over the target positions (:meth:`nemo` gives NeMo's unsigned
+    mean-absolute score and schedule); the unit pass visits units in ascending score.
+    The refined set is minimal with respect to single removals, not globally minimal.
+    The located units are mostly, not fully, specific to their string: measure the
+    retention of other memorised strings. The locator wraps a model instead of learning
+    from ``(X, y)``: of scikit-learn's estimator checks, cloning and parameter handling
+    apply; the checks about predictions do not.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_cispa.memorization import CharMLPLanguageModel, CriticalNeuronLocator
+    >>> docs = ["la la lu. code 1234. la lu la."] * 20
+    >>> lm = CharMLPLanguageModel(context=8, hidden=32, max_epochs=30, lr=1e-2,
+    ...                           random_state=0).fit(docs)
+    >>> ref = np.stack([lm.encode("la lu la la lu. lu la.")] * 4)
+    >>> loc = CriticalNeuronLocator(lm.module_).fit(ref)
+    >>> [res] = loc.localize([lm.encode("code ")], [lm.encode("1234")])
+    >>> res["memorized_before"], res["localized"]
+    (True, True)
+    >>> with loc.deactivate():
+    ...     lm.complete("code ", 4) != "1234"
+    True
+    >>> lm.complete("code ", 4)
+    '1234'
+    """
+
+    _parameter_constraints = {
+        "model": [HasMethods(["forward", "register_forward_hook"])],
+        "layers": [StrOptions({"auto"}), list, tuple],
+        "signed": ["boolean"],
+        "aggregate": [StrOptions({"max", "mean_abs"})],
+        "theta_start": [Interval(numbers.Real, None, None, closed="neither")],
+        "theta_step": [Interval(numbers.Real, 0, None, closed="neither")],
+        "theta_min": [Interval(numbers.Real, None, None, closed="neither")],
+        "topk_step": [Interval(numbers.Integral, 0, _TOPK_CAP, closed="both")],
+        "refine": ["boolean"],
+        "oracle": [callable, None],
+        "scale": [Interval(numbers.Real, None, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "device": [str],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, model, layers="auto", signed=True, aggregate="max", theta_start=8.0,
+                 theta_step=0.5, theta_min=1.0, topk_step=0, refine=True, oracle=None,
+                 scale=0.0, batch_size=256, device="cpu", random_state=None):
+        self.model = model
+        self.layers = layers
+        self.signed = signed
+        self.aggregate = aggregate
+        self.theta_start = theta_start
+        self.theta_step = theta_step
+        self.theta_min = theta_min
+        self.topk_step = topk_step
+        self.refine = refine
+        self.oracle = oracle
+        self.scale = scale
+        self.batch_size = batch_size
+        self.device = device
+        self.random_state = random_state
+
+    @classmethod
+    def nemo(cls, model, **params):
+        """The locator with NeMo's schedule and score.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            As in the constructor.
+        **params : dict
+            Other constructor arguments; they override the preset.
+
+        Returns
+        -------
+        locator : CriticalNeuronLocator
+            Unfitted, with ``theta_start=5``, ``theta_step=0.25``, ``theta_min=1``,
+            ``topk_step=1``, ``signed=False`` and ``aggregate="mean_abs"``.
+        """
+        preset = dict(theta_start=5.0, theta_step=0.25, theta_min=1.0, topk_step=1,
+                      signed=False, aggregate="mean_abs")
+        preset.update(params)
+        return cls(model, **preset)
+
+    # -------------------------------------------------------------- hooks and passes
+    def _hooked_modules(self):
+        modules = dict(self.model.named_modules())
+        if isinstance(self.layers, str):  # "auto"
+            names, prev = [], None
+            for name, module in self.model.named_modules():
+                if len(list(module.children())) > 0:
+                    continue  # containers are not layers
+                if isinstance(module, _ACTIVATIONS) and isinstance(prev, nn.Linear):
+                    names.append(name)
+                prev = module
+            if not names:
+                raise ValueError(
+                    "layers='auto' found no activation module (ReLU, GELU, SiLU) directly "
+                    "after a Linear layer in the model; pass the submodule names in "
+                    "`layers`."
+                )
+            return {n: modules[n] for n in names}
+        names = [str(n) for n in self.layers]
+        if not names:
+            raise ValueError("layers is empty: name at least one submodule.")
+        missing = [n for n in names if n not in modules]
+        if missing:
+            raise ValueError(f"layers: the model has no submodules named {missing}.")
+        return {n: modules[n] for n in names}
+
+    def _to_tensor(self, X, device):
+        if X.dtype.kind in "iub":
+            return torch.tensor(X.astype(np.int64), device=device)
+        dtype = next((p.dtype for p in self.model.parameters()), torch.float64)
+        return torch.tensor(X, device=device).to(dtype)
+
+    def _activations(self, modules, x):
+        """Activations (batch, positions, units) of every hooked layer for a batch x.
+
+        A sequence model (output with one more dimension than x) gives all positions in
+        one pass; a window model (output of x's rank) is run on every prefix x[:, :j].
+        """
+        with _recording(modules) as rec:
+            out = self.model(x)
+            sequence = out.ndim == x.ndim + 1
+            if not sequence and x.ndim == 2 and x.shape[1] > 1:
+                for j in range(1, x.shape[1]):
+                    self.model(x[:, :j])
+        acts = {}
+        for name, r in rec.items():
+            if sequence:
+                a = r.outputs[0]
+                a = a.reshape(a.shape[0], -1, a.shape[-1])
+            else:
+                # prefixes of length 1..L-1 were run after the full one: reorder by length
+                outs = r.outputs[1:] + r.outputs[:1]
+                a = torch.stack([o.reshape(o.shape[0], o.shape[-1]) for o in outs], dim=1)
+            acts[name] = a.double().cpu().numpy()
+        return acts
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Record the reference statistics of every hooked unit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_sequences, length)
+            Model inputs of ordinary, non-memorised text: token ids (integers) for a
+            language model. Real-valued inputs are cast to the model's dtype.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : CriticalNeuronLocator
+            The fitted locator.
+        """
+        if not isinstance(self.model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}.")
+        X = validate_data(self, X, dtype="numeric")
+        device = resolve_device(self.device)
+        model_dev = _model_device(self.model, device)
+        if torch.device(device) != model_dev and not (
+            torch.device(device).type == model_dev.type == "cuda"
+        ):
+            raise ValueError(
+                f"device={self.device!r} but the model's parameters are on {model_dev}; "
+                "move the model or set device accordingly."
+            )
+        device = model_dev
+        modules = self._hooked_modules()
+        count, mean, m2 = 0, {}, {}
+        # overflowing moments are caught below as non-finite statistics (a ValueError)
+        with _eval_mode(self.model), torch.no_grad(), np.errstate(over="ignore",
+                                                                  invalid="ignore"):
+            for start in range(0, X.shape[0], int(self.batch_size)):
+                x = self._to_tensor(X[start:start + int(self.batch_size)], device)
+                acts = self._activations(modules, x)
+                for name, a in acts.items():
+                    rows = (np.abs(a).mean(axis=1) if self.aggregate == "mean_abs"
+                            else a.reshape(-1, a.shape[-1]))
+                    n_b = rows.shape[0]
+                    mean_b = rows.mean(axis=0)
+                    m2_b = ((rows - mean_b) ** 2).sum(axis=0)
+                    if name not in mean:
+                        mean[name], m2[name] = mean_b, m2_b
+                        new_count = n_b
+                    else:  # Chan et al.'s merge of streaming (Welford) moments
+                        n_a = count
+                        delta = mean_b - mean[name]
+                        new_count = n_a + n_b
+                        mean[name] = mean[name] + delta * n_b / new_count
+                        m2[name] = m2[name] + m2_b + delta**2 * n_a * n_b / new_count
+                count = new_count
+        self.layers_ = list(modules)
+        self.n_units_ = {n: int(mean[n].shape[0]) for n in self.layers_}
+        self.mu_ = {n: mean[n] for n in self.layers_}
+        self.sigma_ = {
+            n: np.maximum(np.sqrt(np.maximum(m2[n], 0.0) / count), _SIGMA_FLOOR)
+            for n in self.layers_
+        }
+        for n in self.layers_:
+            if not (np.all(np.isfinite(self.mu_[n])) and np.all(np.isfinite(self.sigma_[n]))):
+                raise ValueError(
+                    f"the activations of layer {n!r} are not finite on X (overflow); check "
+                    "the inputs' scale."
+                )
+        self.results_ = []
+        self.neurons_ = []
+        return self
+
+    # -------------------------------------------------------------- scores
+    def _target_activations(self, prefix, target):
+        """Activations (t, units) at the positions that predict the t target tokens."""
+        modules = {n: dict(self.model.named_modules())[n] for n in self.layers_}
+        device = _model_device(self.model)
+        full = np.concatenate([prefix, target[:-1]])
+        x = torch.as_tensor(full[None, :], device=device)
+        t = len(target)
+        with _eval_mode(self.model), torch.no_grad(), _recording(modules) as rec:
+            out = self.model(x)
+            sequence = out.ndim == x.ndim + 1
+            if not sequence:
+                for j in range(t - 1):
+                    self.model(x[:, :len(prefix) + j])
+        acts = {}
+        for name, r in rec.items():
+            if sequence:
+                a = r.outputs[0]
+                a = a.reshape(-1, a.shape[-1])[-t:]
+            else:
+                outs = r.outputs[1:] + r.outputs[:1]
+                a = torch.cat([o.reshape(-1, o.shape[-1]) for o in outs], dim=0)
+            acts[name] = a.double().cpu().numpy()
+        return acts
+
+    def _scores(self, acts):
+        z, strength = {}, {}
+        for name, a in acts.items():
+            mu, sigma = self.mu_[name], self.sigma_[name]
+            if self.aggregate == "max":
+                dev = (a - mu) / sigma
+                z[name] = (dev if self.signed else np.abs(dev)).max(axis=0)
+                strength[name] = a.max(axis=0)
+            else:
+                stat = np.abs(a).mean(axis=0)
+                dev = (stat - mu) / sigma
+                z[name] = dev if self.signed else np.abs(dev)
+                strength[name] = stat
+        return z, strength
+
+    # -------------------------------------------------------------- localisation
+    def _oracle(self):
+        return greedy_extraction_oracle if self.oracle is None else self.oracle
+
+    def _memorized_under(self, neurons, prefix, target, scale):
+        with NeuronMask(self.model, neurons, scale), _eval_mode(self.model):
+            return bool(self._oracle()(self.model, prefix, target))
+
+    def _localize_one(self, prefix, target, scale):
+        oracle = self._oracle()
+        with _eval_mode(self.model):
+            memorized = bool(oracle(self.model, prefix, target))
+        calls = 1
+        result = dict(neurons=[], memorized_before=memorized, localized=False, theta=None,
+                      n_initial=0, n_oracle_calls=calls, z={})
+        if not memorized:
+            return result
+        z, strength = self._scores(self._target_activations(prefix, target))
+        result["z"] = z
+        theta, k = float(self.theta_start), 0
+        found = None
+        while True:
+            S = set()
+            for name in self.layers_:
+                S.update((name, int(u)) for u in np.flatnonzero(z[name] > theta))
+                if k > 0:
+                    top = np.argsort(-strength[name], kind="stable")[:k]
+                    S.update((name, int(u)) for u in top)
+            if S:  # an empty set deactivates nothing: the string stays memorised
+                calls += 1
+                if not self._memorized_under(sorted(S), prefix, target, scale):
+                    found = S
+                    break
+            at_floor = theta <= float(self.theta_min)
+            if at_floor and (self.topk_step == 0 or k >= _TOPK_CAP):
+                break
+            theta = max(theta - float(self.theta_step), float(self.theta_min))
+            k = min(k + int(self.topk_step), _TOPK_CAP)
+        result["n_oracle_calls"] = calls
+        if found is None:
+            return result
+        result["theta"] = theta
+        result["n_initial"] = len(found)
+        S = set(found)
+        if self.refine:
+            if len(self.layers_) > 1:  # (a) layer pass, last layer first
+                for name in reversed(self.layers_):
+                    candidate = {nu for nu in S if nu[0] != name}
+                    if candidate == S or not candidate:
+                        continue
+                    calls += 1
+                    if not self._memorized_under(sorted(candidate), prefix, target, scale):
+                        S = candidate
+            # (b) unit pass, least suspicious (lowest score) first
+            for nu in sorted(S, key=lambda p: (z[p[0]][p[1]], p)):
+                candidate = S - {nu}
+                if not candidate:
+                    continue
+                calls += 1
+                if not self._memorized_under(sorted(candidate), prefix, target, scale):
+                    S = candidate
+        result.update(neurons=sorted(S), localized=True, n_oracle_calls=calls)
+        return result
+
+    def localize(self, prefixes, targets):
+        """Locate the units that carry each memorised ``(prefix, target)`` pair.
+
+        Parameters
+        ----------
+        prefixes : list of array-like of int
+            Token ids of each prompt.
+        targets : list of array-like of int
+            Token ids of each memorised continuation (the same number of pairs).
+
+        Returns
+        -------
+        results : list of dict
+            One per pair: ``neurons`` (list of ``(layer, unit)``), ``memorized_before``
+            (pairs the model does not reproduce are skipped after one oracle call),
+            ``localized``, ``theta`` (the threshold at which extraction first broke),
+            ``n_initial`` (set size before refinement), ``n_oracle_calls`` and ``z``
+            (layer to per-unit scores). They are also stored in ``results_``, and the
+            union of their units in ``neurons_``.
+        """
+        check_is_fitted(self)
+        prefixes, targets = list(prefixes), list(targets)
+        if len(prefixes) != len(targets):
+            raise ValueError(
+                f"prefixes and targets must pair up: got {len(prefixes)} prefixes and "
+                f"{len(targets)} targets."
+            )
+        scale = float(self.scale)
+        results = [
+            self._localize_one(_as_ids(p, "prefixes[i]"), _as_ids(t, "targets[i]"), scale)
+            for p, t in zip(prefixes, targets, strict=True)
+        ]
+        self.results_ = results
+        self.neurons_ = sorted({nu for r in results for nu in r["neurons"]})
+        return results
+
+    def results_to_json(self):
+        """The per-sample located units as JSON (one list of ``[layer, unit]`` per pair).
+
+        Returns
+        -------
+        text : str
+            A JSON list with, per pair of the last :meth:`localize` call, an object with
+            ``neurons``, ``memorized_before``, ``localized``, ``theta``, ``n_initial`` and
+            ``n_oracle_calls``.
+        """
+        check_is_fitted(self)
+        rows = [
+            {
+                "neurons": [[layer, unit] for layer, unit in r["neurons"]],
+                **{k: r[k] for k in ("memorized_before", "localized", "theta", "n_initial",
+                                     "n_oracle_calls")},
+            }
+            for r in self.results_
+        ]
+        return json.dumps(rows)
+
+    def deactivate(self, neurons=None, scale=None):
+        """Mask units with removable forward hooks.
+
+        Parameters
+        ----------
+        neurons : list of (str, int), default=None
+            Units to mask; None uses ``neurons_`` (all located units).
+        scale : float, default=None
+            Multiplier; None uses the ``scale`` parameter.
+
+        Returns
+        -------
+        mask : NeuronMask
+            Active until :meth:`NeuronMask.remove` or the end of its ``with`` block.
+        """
+        check_is_fitted(self)
+        neurons = self.neurons_ if neurons is None else list(neurons)
+        return NeuronMask(self.model, neurons, self.scale if scale is None else scale)
+
+    def random_control(self, neurons, random_state=None):
+        """A matched random control: as many random units per layer as in ``neurons``.
+
+        Parameters
+        ----------
+        neurons : list of (str, int)
+            The units to match, for example one result's ``neurons``.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draw; None uses the ``random_state`` parameter.
+
+        Returns
+        -------
+        control : list of (str, int)
+            For each layer, the same number of distinct units, drawn uniformly from the
+            layer's units outside ``neurons`` (from all units when too few remain).
+        """
+        check_is_fitted(self)
+        seed = spawn_seeds(self.random_state if random_state is None else random_state, 1)[0]
+        rng = check_random_generator(seed)
+        by_layer = {}
+        for layer, unit in neurons:
+            if layer not in self.n_units_:
+                raise ValueError(f"neurons: {layer!r} is not a hooked layer {self.layers_}.")
+            by_layer.setdefault(layer, set()).add(int(unit))
+        control = []
+        for layer in self.layers_:
+            units = by_layer.get(layer)
+            if not units:
+                continue
+            pool = np.setdiff1d(np.arange(self.n_units_[layer]), sorted(units))
+            if len(pool) < len(units):
+                pool = np.arange(self.n_units_[layer])
+            pick = rng.choice(pool, size=len(units), replace=False)
+            control.extend((layer, int(u)) for u in np.sort(pick))
+        return control
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        tags.requires_fit = True
+        return tags

@@ -1,0 +1,143 @@
+"""Report row of CriticalNeuronLocator: planted canaries in a character model (issue 21)."""
+
+import numpy as np
+
+from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
+from sklearn_cispa.report._neurons_eval import (
+    canary_benchmark,
+    canary_ci_setting,
+    train_canary_model,
+)
+from sklearn_cispa.report._stats import mean_sd
+
+# quick: a smaller corpus, model and training (all canaries are still memorised)
+QUICK_SETTING = dict(n_chars=6000, n_canaries=5, n_copies=15, heldout_chars=3000,
+                     max_epochs=5, alpha=1e-4, hidden=128)
+
+
+@register_experiment(
+    "neurons",
+    title="CriticalNeuronLocator",
+    description=(
+        "planted canaries in a character MLP: extraction stopped by the located units, "
+        "perplexity change, matched random control, activation-ranking baseline"
+    ),
+    claim=(
+        "No CISPA language-model paper was identified; NeMo (NeurIPS 2024) reports that "
+        "single neurons often carry a memorised sample. Spec checks: >= 80% of memorised "
+        "canaries localised to <= 8 units that stop greedy extraction, matched random "
+        "controls leave extraction intact (>= 80%), held-out perplexity +< 5%, >= 70% "
+        "of the other canaries kept."
+    ),
+)
+def run(*, quick, out_dir, random_state):
+    """Planted-canary benchmark over 3 seeds (quick: a smaller corpus).
+
+    Runs with one torch thread (restored afterwards): the model is tiny, and on a
+    shared 2-core machine more threads only spin.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _run(quick=quick, out_dir=out_dir, random_state=random_state)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(*, quick, out_dir, random_state):
+    setting = QUICK_SETTING if quick else canary_ci_setting()
+    n_seeds = 3
+    per_seed = {k: [] for k in ("memorized", "stopped", "units", "ppl", "kept", "control",
+                                "act_rank_stopped", "act_rank_ppl")}
+    first = None
+    for i in range(n_seeds):
+        lm, heldout, canaries = train_canary_model(random_state + i, **setting)
+        out = canary_benchmark(lm, heldout, canaries, random_state=random_state + i)
+        first = first or out
+        rows = out["rows"]
+        mem = [r for r in rows if r["memorized"]]
+        loc = [r for r in mem if r["localized"]]
+        per_seed["memorized"].append(len(mem) / len(rows))
+        per_seed["stopped"].append(
+            np.mean([r["localized"] and not r["extracted_after"] for r in mem]) if mem else 0
+        )
+        if loc:
+            per_seed["units"].append(np.mean([r["units"] for r in loc]))
+            per_seed["ppl"].append(100 * np.mean([r["ppl_change"] for r in loc]))
+            per_seed["kept"].append(np.nanmean([r["others_kept"] for r in loc]))
+            per_seed["control"].append(np.mean([r["control_extracted"] for r in loc]))
+            per_seed["act_rank_stopped"].append(
+                np.mean([not r["act_rank_extracted_after"] for r in loc]))
+            per_seed["act_rank_ppl"].append(
+                100 * np.mean([r["act_rank_ppl_change"] for r in loc]))
+    stats = {k: mean_sd(v) for k, v in per_seed.items()}
+
+    figures = ()
+    plt = get_pyplot()
+    if plt is not None:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        rows = [r for r in first["rows"] if r["localized"]]
+        names = [r["canary"] for r in rows]
+        axes[0].bar(np.arange(len(rows)) - 0.2, [r["units"] for r in rows], 0.4,
+                    label="units kept")
+        ax2 = axes[0].twinx()
+        ax2.bar(np.arange(len(rows)) + 0.2, [100 * r["ppl_change"] for r in rows], 0.4,
+                color="tab:orange", label="held-out perplexity change (%)")
+        axes[0].set_xticks(np.arange(len(rows)), names)
+        axes[0].set_ylabel("units kept")
+        ax2.set_ylabel("perplexity change (%)")
+        axes[0].set_title(f"per canary (seed {random_state})")
+        for key, style in (("located", "-o"), ("random", "--s")):
+            axes[1].plot(first["scales"], first["scale_curve"][key], style,
+                         label=f"{key} units")
+        axes[1].set_xlabel("scale of the masked units")
+        axes[1].set_ylabel("extraction rate (all canaries)")
+        axes[1].legend()
+        fig.tight_layout()
+        figures = save_figure(fig, out_dir, "neurons_canaries.png")
+
+    stopped, units, ppl = stats["stopped"][0], stats["units"][0], stats["ppl"][0]
+    small = units <= 8 and ppl < 5
+    control_ok = stats["control"][0] >= 0.8
+    verdict = (
+        f"The located units stop extraction for {100 * stopped:.0f}% of memorised canaries "
+        f"and matched random controls keep it in {100 * stats['control'][0]:.0f}%; "
+        f"the activation-ranking baseline at the same budget stops "
+        f"{100 * stats['act_rank_stopped'][0]:.0f}%. "
+    )
+    if stopped >= 0.8 and control_ok and small:
+        verdict = "Reproduces: " + verdict
+        reproduced = True
+    else:
+        verdict = "Partly reproduces: " + verdict + (
+            f"But the sets are larger than the spec's 2-4 units ({units:.1f} on average) "
+            f"and cost {ppl:+.1f}% held-out perplexity (spec: < 5%): on this generated "
+            "corpus the character MLP spreads each canary over tens of units."
+        )
+        reproduced = None if stopped >= 0.8 and control_ok else False
+    return ExperimentResult(
+        metric="memorised canaries whose extraction the located units stop",
+        value=stats["stopped"][0],
+        value_sd=stats["stopped"][1],
+        peer="activation ranking at the same unit budget (in-library baseline)",
+        peer_value=stats["act_rank_stopped"][0],
+        peer_sd=stats["act_rank_stopped"][1],
+        n_runs=n_seeds,
+        settings=(
+            f"make_canary_corpus + CharMLPLanguageModel {setting}, locator defaults "
+            f"(signed max-z, theta 8 -> 1 by 0.5, refinement), X_ref = held-out text; "
+            f"{n_seeds} seeds"
+        ),
+        details=(
+            f"memorised {stats['memorized'][0]:.2f} ± {stats['memorized'][1]:.2f}; units "
+            f"{units:.1f} ± {stats['units'][1]:.1f}; perplexity change {ppl:+.1f} ± "
+            f"{stats['ppl'][1]:.1f}% (activation ranking {stats['act_rank_ppl'][0]:+.1f}%); "
+            f"other canaries kept {stats['kept'][0]:.2f}; random control still extracts "
+            f"{stats['control'][0]:.2f}"
+        ),
+        verdict=verdict,
+        reproduced=reproduced,
+        figures=figures,
+    )

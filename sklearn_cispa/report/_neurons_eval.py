@@ -1,0 +1,126 @@
+"""The planted-canary benchmark of CriticalNeuronLocator, shared by its report row,
+benchmark and tests (issue 21)."""
+
+import time
+
+import numpy as np
+
+from sklearn_cispa.memorization import (
+    CharMLPLanguageModel,
+    CriticalNeuronLocator,
+    make_canary_corpus,
+)
+
+
+def canary_ci_setting():
+    """The planted-canary setting at CI size (tests, full report row); see the user guide.
+
+    Returns a dict of keyword arguments for :func:`train_canary_model`.
+    """
+    return dict(n_chars=20000, n_canaries=5, n_copies=40, heldout_chars=10000,
+                max_epochs=8, alpha=1e-4)
+
+
+def reference_ids(lm, docs, length=64, n_max=200):
+    """Token ids of held-out documents cut into ``(n, length)`` reference sequences."""
+    ids = np.concatenate([lm.encode(d + " ") for d in docs])
+    n = min(len(ids) // length, n_max)
+    if n < 1:
+        raise ValueError("the reference documents are shorter than one sequence.")
+    return ids[: n * length].reshape(n, length)
+
+
+def train_canary_model(random_state, n_chars=20000, n_canaries=5, n_copies=40,
+                       heldout_chars=10000, max_epochs=8, alpha=1e-4, hidden=256):
+    """Corpus with planted canaries and the character model trained on it.
+
+    Returns ``(lm, heldout_docs, canaries)``.
+    """
+    train, heldout, canaries = make_canary_corpus(
+        n_chars=n_chars, n_canaries=n_canaries, n_copies=n_copies,
+        heldout_chars=heldout_chars, random_state=random_state,
+    )
+    lm = CharMLPLanguageModel(hidden=hidden, max_epochs=max_epochs, alpha=alpha,
+                              random_state=random_state).fit(train)
+    return lm, heldout, canaries
+
+
+def _extracted(lm, prefix, secret):
+    return lm.complete(prefix, len(secret)) == secret
+
+
+def _others_kept(lm, canaries, mine, before):
+    """Fraction of the other canaries (memorised before) still extracted now."""
+    others = [(p, s) for (p, s), b in zip(canaries, before, strict=True) if p != mine and b]
+    if not others:
+        return float("nan")
+    return float(np.mean([_extracted(lm, p, s) for p, s in others]))
+
+
+def activation_ranking(loc, result, budget):
+    """Baseline (after Chang et al.): the ``budget`` units with the largest activation
+    at the target positions, over all hooked layers, ranked by their raw activation."""
+    z = result["z"]
+    acts = []
+    for layer in loc.layers_:
+        # the raw activation is recovered from the score: a = mu + z * sigma
+        strength = loc.mu_[layer] + z[layer] * loc.sigma_[layer]
+        acts += [(float(v), layer, int(u)) for u, v in enumerate(strength)]
+    acts.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return [(layer, unit) for _, layer, unit in acts[:budget]]
+
+
+def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locator=None):
+    """Localise every canary and measure the intervention.
+
+    Returns a dict with the fitted ``locator``, the per-canary ``rows`` (units kept, theta,
+    extraction after deactivation, retention of the other canaries, held-out perplexity
+    change, matched random controls, the activation-ranking baseline at the same budget)
+    and the ``scale_curve`` (extraction rate of all canaries under the union of the
+    located units, and under a matched random control, for scales 0..1).
+    """
+    X_ref = reference_ids(lm, heldout)
+    t0 = time.perf_counter()
+    loc = (locator or CriticalNeuronLocator(lm.module_, random_state=random_state)).fit(X_ref)
+    fit_s = time.perf_counter() - t0
+    prefixes = [lm.encode(p) for p, _ in canaries]
+    targets = [lm.encode(s) for _, s in canaries]
+    t0 = time.perf_counter()
+    results = loc.localize(prefixes, targets)
+    localize_s = (time.perf_counter() - t0) / len(canaries)
+    base_ppl = lm.perplexity(heldout)
+    before = [r["memorized_before"] for r in results]
+    rows = []
+    for (prefix, secret), res in zip(canaries, results, strict=True):
+        row = dict(canary=prefix.split(" ")[0], memorized=res["memorized_before"],
+                   localized=res["localized"], units=len(res["neurons"]),
+                   theta=res["theta"], n_oracle_calls=res["n_oracle_calls"])
+        if res["localized"]:
+            with loc.deactivate(res["neurons"]):
+                row["extracted_after"] = _extracted(lm, prefix, secret)
+                row["others_kept"] = _others_kept(lm, canaries, prefix, before)
+                row["ppl_change"] = lm.perplexity(heldout) / base_ppl - 1.0
+            controls = []
+            for k in range(n_controls):
+                control = loc.random_control(res["neurons"], random_state=random_state + k)
+                with loc.deactivate(control):
+                    controls.append(_extracted(lm, prefix, secret))
+            row["control_extracted"] = float(np.mean(controls))
+            ranked = activation_ranking(loc, res, len(res["neurons"]))
+            with loc.deactivate(ranked):
+                row["act_rank_extracted_after"] = _extracted(lm, prefix, secret)
+                row["act_rank_others_kept"] = _others_kept(lm, canaries, prefix, before)
+                row["act_rank_ppl_change"] = lm.perplexity(heldout) / base_ppl - 1.0
+        rows.append(row)
+    union = loc.neurons_
+    control_union = loc.random_control(union, random_state=random_state)
+    scales = (0.0, 0.25, 0.5, 0.75, 1.0)
+    curve = {"located": [], "random": []}
+    for s in scales:
+        for key, units in (("located", union), ("random", control_union)):
+            with loc.deactivate(units, scale=s):
+                curve[key].append(float(np.mean([_extracted(lm, p, t) for p, t in canaries])))
+    restored = float(np.mean([_extracted(lm, p, t) for p, t in canaries]))
+    return dict(locator=loc, rows=rows, scales=scales, scale_curve=curve,
+                restored_rate=restored, base_ppl=base_ppl, fit_s=fit_s,
+                localize_s=localize_s)
