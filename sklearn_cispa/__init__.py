@@ -25,6 +25,7 @@ _FIELD_SUBPACKAGES = (
     "datasets",
     "metrics",
     "neural",
+    "privacy",
     "pruning",
     "rules",
     "uncertainty",
