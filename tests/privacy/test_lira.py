@@ -476,9 +476,10 @@ def test_evaluate_decisions_respect_fpr(digits):
 # ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def overfit_mlp():
-    """500 digits, MLP(256) without weight decay, 32 references and 8 targets."""
+    """500 random digits, MLP(256) without weight decay, 32 references and 8 targets."""
     X, y = load_digits(return_X_y=True)
-    X, y = X[:500] / 16.0, y[:500]
+    rows = np.random.default_rng(0).permutation(len(y))[:500]
+    X, y = X[rows] / 16.0, y[rows]
     est = MLPClassifier(hidden_layer_sizes=(256,), alpha=0.0, max_iter=400)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
