@@ -35,6 +35,7 @@ _PREIMPORT = (
     "sklearn_cispa.conformal",
     "sklearn_cispa.datasets",
     "sklearn_cispa.neural",
+    "sklearn_cispa.privacy",
     "sklearn_cispa.pruning",
     "sklearn_cispa.rules",
     "sklearn_cispa.uncertainty",
