@@ -110,6 +110,20 @@ def test_global_variance_reproduces_reference_formulas():
     np.testing.assert_allclose(ours_off, -reference_offline, rtol=1e-12)
 
 
+@given(st.integers(0, 10_000), st.floats(-1e3, 1e3), st.floats(1e-3, 1e3))
+def test_scores_invariant_to_affine_statistics_and_model_order(seed, shift, scale):
+    # the likelihood ratio and the z-value do not depend on the statistic's units, nor on
+    # the order of the reference models
+    keep, stats, target = _synthetic(seed, M=8, N=12, A=2)
+    perm = np.random.default_rng(seed).permutation(8)
+    for kw in (dict(), dict(fix_variance=False), dict(online=False)):
+        base = lira_scores(keep, stats, target, **kw)
+        moved = lira_scores(keep, shift + scale * stats, shift + scale * target, **kw)
+        np.testing.assert_allclose(moved, base, rtol=1e-6, atol=1e-6 * (1 + np.abs(base).max()))
+        np.testing.assert_allclose(lira_scores(keep[perm], stats[perm], target, **kw), base,
+                                   rtol=1e-12, atol=1e-12)
+
+
 def test_one_sided_offline_is_monotone_in_paper_test():
     keep, stats, target = _synthetic(2, A=1)
     z = lira_scores(keep, stats, target, online=False)
@@ -519,12 +533,17 @@ def test_more_references_help(overfit_mlp):
 
 @pytest.mark.slow
 def test_shuffled_membership_gives_chance(overfit_mlp):
-    rng = np.random.default_rng(0)
-    keep = overfit_mlp.keep_[:32].copy()
-    for i in range(keep.shape[1]):  # shuffle IN/OUT labels within each example
-        keep[:, i] = rng.permutation(keep[:, i])
-    auc, _ = _pooled(overfit_mlp, 32, keep=keep)
-    assert 0.45 <= auc <= 0.55, auc
+    # IN/OUT labels shuffled within each example; one shuffle's AUC spreads by about
+    # 0.02 (the scores of one example share its shuffle across targets), so the mean of
+    # 5 shuffles is tested (measured 0.506; single shuffles 0.48-0.55)
+    aucs = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        keep = overfit_mlp.keep_[:32].copy()
+        for i in range(keep.shape[1]):
+            keep[:, i] = rng.permutation(keep[:, i])
+        aucs.append(_pooled(overfit_mlp, 32, keep=keep)[0])
+    assert 0.45 <= np.mean(aucs) <= 0.55, aucs
 
 
 @pytest.mark.slow
