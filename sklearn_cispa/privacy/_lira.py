@@ -297,6 +297,10 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     give infinite scores; the offline default is the paper's one-sided test, returned
     as a z-value. Scores are "higher = member" everywhere.
 
+    The estimator tags say "classifier" (it is fitted on labelled data, so scikit-learn's
+    tools split its data stratified), but it has no ``predict`` or ``score``: to tune the
+    audited model, search over the wrapped estimator and pass the search as the target.
+
     Rows of ``score_samples`` are matched to the pool by a hash of the row bytes and
     the label (pass ``index=`` to be explicit); a duplicated (row, label) pair maps to
     its first occurrence. Row order: the keep design is drawn by pool position, so
