@@ -1,14 +1,13 @@
 """sklearn-cispa: scikit-learn compatible estimators for NeurIPS 2025 research methods.
 
-Ten methods are available now, in one subpackage per field: causal mixture discovery
+Nine methods are available now, in one subpackage per field: causal mixture discovery
 and augmentation-based instrumental variables (``sklearn_cispa.causal``), NEURULES rule
 lists (``sklearn_cispa.rules``), robust conformal prediction (``sklearn_cispa.conformal``),
 MMI credal uncertainty (``sklearn_cispa.uncertainty``), MIBP poisoning certificates
-(``sklearn_cispa.certification``), MaxSup, NanoAdam and Sign-In sparse training
-(``sklearn_cispa.neural``, with pruning at initialisation in ``sklearn_cispa.pruning``),
-and LiRA membership inference (``sklearn_cispa.privacy``). Five more methods are
-planned. Importing the top-level package is cheap: subpackages are imported on first
-attribute access, and torch only when a method needs it.
+(``sklearn_cispa.certification``), and MaxSup, NanoAdam and Sign-In sparse training
+(``sklearn_cispa.neural``, with pruning at initialisation in ``sklearn_cispa.pruning``).
+Six more methods are planned. Importing the top-level package is cheap: subpackages are
+imported on first attribute access, and torch only when a method needs it.
 ``sklearn_cispa.show_versions()`` prints the environment for bug reports.
 """
 
