@@ -42,6 +42,14 @@ class LiRAFit:
             random_state=SEED,
         )
 
+        # one BLAS thread in the calling process too (the parallel workers limit theirs)
+        from threadpoolctl import threadpool_limits
+
+        self._limits = threadpool_limits(1)
+
+    def teardown(self, n_jobs):
+        self._limits.restore_original_limits()
+
     def time_fit_32_references(self, n_jobs):
         self.lira.fit(self.X, self.y)
 
@@ -98,12 +106,15 @@ class LiRAQuality:
 
     def setup_cache(self):
         from sklearn.metrics import roc_auc_score
+        from threadpoolctl import threadpool_limits
 
         from sklearn_cispa.metrics import tpr_at_fpr
         from sklearn_cispa.report import lira_digits_audit
 
-        lira = lira_digits_audit(SEED, n_pool=500, hidden=(256,), max_iter=400,
-                                 n_reference=32, n_targets=4)
+        # one BLAS thread, whatever numpy was started with (as in the tests)
+        with threadpool_limits(1):
+            lira = lira_digits_audit(SEED, n_pool=500, hidden=(256,), max_iter=400,
+                                     n_reference=32, n_targets=4)
         res = lira.evaluate(fprs=(0.01,))
         out = {
             "auc": res["auc"], "tpr1": res["tpr_at_fpr"][0.01],
