@@ -62,6 +62,7 @@ _FIELD_TITLES = {
     "memorization": "Memorisation (sklearn_cispa.memorization)",
     "metrics": "Metrics (sklearn_cispa.metrics)",
     "neural": "Neural training (sklearn_cispa.neural)",
+    "privacy": "Privacy auditing (sklearn_cispa.privacy)",
     "pruning": "Pruning (sklearn_cispa.pruning)",
     "rules": "Rule lists (sklearn_cispa.rules)",
     "uncertainty": "Uncertainty (sklearn_cispa.uncertainty)",

@@ -27,6 +27,7 @@ _FIELD_SUBPACKAGES = (
     "memorization",
     "metrics",
     "neural",
+    "privacy",
     "pruning",
     "rules",
     "uncertainty",

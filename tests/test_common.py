@@ -172,6 +172,13 @@ TEST_PARAMS = {
         ),
         "random_state": 0,
     },
+
+    # -- privacy: LiRAMembershipInference (issue 19)
+    "LiRAMembershipInference": {
+        "estimator": LogisticRegression(),
+        "n_reference": 4,
+        "random_state": 0,
+    },
 }
 
 # --------------------------------------------------------------------------------------
@@ -244,6 +251,46 @@ EXPECTED_FAILED_CHECKS = {
         "check_estimators_dtypes": (
             "integer inputs are token ids and reach the model as int64 tensors; the "
             "real-valued test model cannot multiply them"
+        ),
+    },
+
+    # -- privacy: LiRAMembershipInference (issue 19)
+    "LiRAMembershipInference": {
+        "check_classifiers_train": (
+            "a membership-inference attack has no predict: its output is a membership "
+            "score per (row, label) for a given target model, not a label per row"
+        ),
+        "check_classifiers_train(readonly_memmap=True)": (
+            "a membership-inference attack has no predict: its output is a membership "
+            "score per (row, label) for a given target model, not a label per row"
+        ),
+        "check_classifiers_train(readonly_memmap=True,X_dtype=float32)": (
+            "a membership-inference attack has no predict: its output is a membership "
+            "score per (row, label) for a given target model, not a label per row"
+        ),
+        "check_classifiers_classes": (
+            "a membership-inference attack has no predict: its output is a membership "
+            "score per (row, label) for a given target model, not a label per row"
+        ),
+        "check_classifier_data_not_an_array": (
+            "no predict to compare between array types, and each reference trains on a "
+            "random half of the check's tiny pool, which can hold a single class"
+        ),
+        "check_supervised_y_2d": (
+            "a membership-inference attack has no predict: its output is a membership "
+            "score per (row, label) for a given target model, not a label per row"
+        ),
+        "check_n_features_in_after_fitting": (
+            "score_samples scores (X, y) for a target model, so it cannot be called "
+            "with X alone as the check does"
+        ),
+        "check_methods_sample_order_invariance": (
+            "score_samples scores (X, y) for a target model, so it cannot be called "
+            "with X alone as the check does"
+        ),
+        "check_methods_subset_invariance": (
+            "score_samples scores (X, y) for a target model, so it cannot be called "
+            "with X alone as the check does"
         ),
     },
 
@@ -592,6 +639,37 @@ ROBUSTNESS = {
         "extreme_params": {
             "batch_1_mean_abs": {"batch_size": 1, "aggregate": "mean_abs"},
             "hook_a_linear_layer": {"layers": ["3"], "signed": False},
+        },
+    },
+
+    # -- privacy: LiRAMembershipInference (issue 19)
+    "LiRAMembershipInference": {
+        # the references standardise, so the check tests the attack's own invariance
+        "params": {
+            "estimator": make_pipeline(StandardScaler(), LogisticRegression()),
+            "n_reference": 4,
+        },
+        "structure": ("keep_", "ref_stats_", "mu_in_", "mu_out_", "sigma_in_", "sigma_out_"),
+        "rtol": 1e-5,
+        "offset": True,
+        "scale": True,
+        "column_scale": True,
+        "row_order": (
+            "the keep design is drawn by pool position, so permuting the pool gives each "
+            "example other reference models (the same distribution, not the same value)"
+        ),
+        "default_scoring": (
+            "a membership audit, not a predictor: it has no predict or score, so a "
+            "default-scoring search has nothing to rank (search over the wrapped estimator "
+            "and pass its best model as the target)"
+        ),
+        "extreme_params": {
+            "two_references_bernoulli": {"n_reference": 2, "design": "bernoulli"},
+            "saturated_per_example_sigma": {
+                "estimator": LogisticRegression(C=1e10, max_iter=1000),
+                "fix_variance": False,
+            },
+            "64_references": {"n_reference": 64},
         },
     },
 

@@ -27,6 +27,7 @@ EXPECTED_ROWS = {
     "causal_mixture",
     "local_sgd",
     "graphon",
+    "lira",
     "maxsup",
     "mibp",
     "mmi",

@@ -37,6 +37,7 @@ _PREIMPORT = (
     "sklearn_cispa.federated",
     "sklearn_cispa.memorization",
     "sklearn_cispa.neural",
+    "sklearn_cispa.privacy",
     "sklearn_cispa.pruning",
     "sklearn_cispa.rules",
     "sklearn_cispa.uncertainty",

@@ -38,6 +38,9 @@ _HELPERS = {
     # MMIUncertainty
     "uncertainty_scores": "_exp_mmi",
     "digits_selective_prediction": "_exp_mmi",
+    # LiRAMembershipInference
+    "lira_digits_audit": "_exp_lira",
+    "variant_metrics": "_exp_lira",
     # neural field (imports torch)
     "digits_split": "_neural_experiments",
     "hard_problem_split": "_neural_experiments",
