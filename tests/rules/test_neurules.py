@@ -786,3 +786,128 @@ def test_convergence_warning_when_loss_still_falls():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         NeurulesClassifier(n_rules=6, max_epochs=500, random_state=0).fit(Xi, yi)
+
+
+def survey_table(n, seed):
+    """Survey-like table: 8 ordinal, count and binary columns, about 32% positives."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack(
+        [
+            rng.integers(1, 6, n),
+            rng.integers(1, 6, n),
+            rng.integers(0, 4, n),
+            rng.poisson(2, n),
+            rng.poisson(5, n),
+            rng.integers(18, 80, n),
+            rng.integers(0, 2, n),
+            rng.integers(1, 11, n),
+        ]
+    ).astype(float)
+    z = (
+        0.8 * (X[:, 0] >= 4)
+        + 0.6 * (X[:, 3] > 2)
+        + 0.5 * (X[:, 5] > 50)
+        - 0.4 * (X[:, 7] < 4)
+        + rng.normal(0, 0.8, n)
+    )
+    return X, (z > np.quantile(z, 0.68)).astype(int)
+
+
+def noisy_planted_table(n, seed):
+    """Continuous columns in mixed units, a planted 3-rule list, 10% flipped labels."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack(
+        [
+            rng.uniform(0, 3, n),
+            rng.normal(0, 1, n),
+            rng.uniform(0, 1, n),
+            rng.uniform(0, 1000, n),
+            rng.normal(0, 1, n),
+            rng.uniform(0, 10, n),
+        ]
+    )
+    y = np.where(
+        (X[:, 0] > 1.5) & (X[:, 1] < 0),
+        1,
+        np.where(X[:, 2] > 0.7, 0, np.where(X[:, 3] < 300, 1, 0)),
+    )
+    return X, np.where(rng.random(n) < 0.1, 1 - y, y)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "make_table, head_init, margin",
+    [
+        # the issue's survey-like table: majority 0.680, CART (10 leaves) 0.7245, the
+        # reference code 0.713 on a 3-fold split of it. head_init="class": measured
+        # 0.714 / 0.7185 / 0.7265 for seeds 0 / 1 / 2
+        (survey_table, "class", 0.025),
+        # the default head: 0.700 / 0.7265 / 0.7195 (0.675-0.727 over seeds 0-5, two
+        # seeds below the majority class): not met with the defaults (issue 24)
+        pytest.param(
+            survey_table,
+            "random",
+            0.025,
+            marks=pytest.mark.xfail(strict=True, reason="default head: spread 0.0265"),
+        ),
+        # continuous planted list with 10% noise: majority 0.581, CART 0.8965, the Bayes
+        # rate about 0.90; head_init="class": seed 0 gives 0.8725, but seed 1 misses the
+        # planted x0/x1 conjunction (0.734; 0.726 with n_init=2): not met (issue 24)
+        pytest.param(
+            noisy_planted_table,
+            "class",
+            0.25,
+            marks=pytest.mark.xfail(
+                strict=True, reason="seed 1 misses the planted x0/x1 conjunction (0.734)"
+            ),
+        ),
+    ],
+)
+def test_stable_accuracy_across_seeds_on_large_tables(make_table, head_init, margin):
+    """Issue 24: stable accuracy across seeds on 5,000+ rows.
+
+    Thresholds: the spread bound 0.015 is the issue's acceptance figure (max - min test
+    accuracy over seeds); the margins over the majority class are set below the worst
+    measured seed (see the parameters), so they are regression guards that a collapse
+    to a trivial list (the majority class) or a missed planted conjunction fails.
+    """
+    from sklearn.model_selection import train_test_split
+
+    X, y = make_table(6000, 0)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=2000, stratify=y, random_state=0)
+    majority = max(np.mean(yte), 1 - np.mean(yte))
+    accs = []
+    for seed in (0, 1, 2):
+        clf = NeurulesClassifier(n_rules=10, head_init=head_init, random_state=seed)
+        accs.append(clf.fit(Xtr, ytr).score(Xte, yte))
+        assert 1 <= clf.n_rules_ <= 10
+    assert max(accs) - min(accs) <= 0.015, accs
+    assert min(accs) >= majority + margin, (accs, majority)
+
+
+def test_n_init_keeps_the_most_accurate_run():
+    X, y = load_iris(return_X_y=True)
+    kw = {"n_rules": 4, "max_epochs": 60, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        one = NeurulesClassifier(**kw).fit(X, y)
+        three = NeurulesClassifier(n_init=3, **kw).fit(X, y)
+        again = NeurulesClassifier(n_init=3, **kw).fit(X, y)
+    # the first of the three runs is the single run (same seed), so the best is no worse
+    assert three.score(X, y) >= one.score(X, y)
+    assert three.rules_ == again.rules_
+    with pytest.raises(ValueError, match="n_init"):
+        NeurulesClassifier(n_init=0).fit(X, y)
+
+
+def test_class_head_initialisation():
+    from sklearn_cispa.rules._neurules import _initial_head
+
+    head = _initial_head(3, 7)
+    assert head.shape == (3, 7)
+    assert head.argmax(axis=0).tolist() == [0, 0, 0, 1, 1, 2, 2]  # contiguous blocks
+    assert set(np.unique(head)) == {0.5, 10.0}
+    assert _initial_head(2, 1).argmax(axis=0).tolist() == [0]
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(ValueError, match="head_init"):
+        NeurulesClassifier(head_init="const").fit(X, y)
