@@ -61,6 +61,7 @@ _FIELD_TITLES = {
     "metrics": "Metrics (sklearn_cispa.metrics)",
     "neural": "Neural training (sklearn_cispa.neural)",
     "pruning": "Pruning (sklearn_cispa.pruning)",
+    "redteam": "Red-teaming search (sklearn_cispa.redteam)",
     "rules": "Rule lists (sklearn_cispa.rules)",
     "uncertainty": "Uncertainty (sklearn_cispa.uncertainty)",
 }

@@ -26,6 +26,7 @@ _FIELD_SUBPACKAGES = (
     "metrics",
     "neural",
     "pruning",
+    "redteam",
     "rules",
     "uncertainty",
 )
