@@ -24,6 +24,7 @@ PACKAGE = Path(sklearn_cispa.__file__).parent
 EXPECTED_ROWS = {
     "augmented_iv",
     "causal_mixture",
+    "gasp",
     "maxsup",
     "mibp",
     "mmi",

@@ -136,10 +136,11 @@ class _SearchBase(BaseEstimator):
         try:
             value = self.objective(prompt)
         except Exception as exc:
+            n_done = len(self._order)
             self._finalize()
             raise _ObjectiveError(
                 f"the objective raised {type(exc).__name__} on candidate {index} "
-                f"({candidate!r}) after {len(self._order)} successful queries; the "
+                f"({candidate!r}) after {n_done} successful queries; the "
                 "scores so far are kept in scores_ and history_"
             ) from exc
         try:
