@@ -1,7 +1,7 @@
 """
-==========================================================================
+============================================================================
 Latent Bayesian optimisation over candidate suffixes: duplicates and P(best)
-==========================================================================
+============================================================================
 
 :class:`~sklearn_cispa.redteam.LatentBOSuffixSearch` is the search machinery of GASP:
 the candidates are embedded, mapped to a 2-D latent space, and a Gaussian process over

@@ -46,7 +46,7 @@ def iterative_refinement(goal, generate, search, max_rounds=10, success_threshol
     -------
     result : dict
         ``rounds`` (one record per round: ``round``, ``prompt``, ``candidates``,
-        ``raw_output`` (the generated list written " | c1 | c2 | ... |"), ``ranking``,
+        ``raw_output`` (the generated list written ``" | c1 | c2 | ... |"``), ``ranking``,
         ``queried`` (flags aligned with ``ranking``), ``best_prompt``, ``best_score``,
         ``n_queries``), ``best_prompt``, ``best_score``, ``success`` and ``n_queries``
         (total objective calls).
