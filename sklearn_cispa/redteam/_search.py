@@ -458,6 +458,10 @@ class LatentBOSuffixSearch(_SearchBase):
     def _reduce(self, E, seed):
         n, p = E.shape
         k = self.n_components
+        if self.reducer is not None and not np.any(E - E.mean(axis=0)):
+            # every candidate has the same embedding: no map to learn (and t-SNE's
+            # PCA initialisation would divide by a zero spread)
+            return np.zeros((n, k))
         if self.reducer is None or n == 1:
             Z = E
         elif self.reducer == "pca":
@@ -476,7 +480,13 @@ class LatentBOSuffixSearch(_SearchBase):
                     random_state=seed,
                     init="pca" if p >= k else "random",
                 ).fit_transform(E)
-        return np.ascontiguousarray(Z, dtype=np.float64)
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        if not np.all(np.isfinite(Z)):
+            raise ValueError(
+                f"the {self.reducer!r} reduction gave non-finite latent points; check the "
+                "embeddings or use reducer='pca'"
+            )
+        return Z
 
     def _budget(self):
         return min(self.n_calls, len(self.candidates_))

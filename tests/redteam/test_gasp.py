@@ -167,6 +167,19 @@ def test_early_stop_and_tiny_sets():
         assert s.n_queries_ == n and s.best_score_ == 0.0
 
 
+@pytest.mark.parametrize("reducer", ["tsne", "pca", None])
+@pytest.mark.parametrize("factor", [0.0, 1e-150, 1e150])
+def test_degenerate_and_extreme_embeddings(reducer, factor):
+    """Identical embeddings (no map to learn) and embeddings of order 1e+-150."""
+    candidates, E, objective = make_toy_landscape(random_state=0)
+    E = np.ones_like(E) if factor == 0.0 else E * factor
+    search = LatentBOSuffixSearch(objective, embedder="precomputed", reducer=reducer,
+                                  random_state=0).fit(candidates, embeddings=E)
+    assert search.n_queries_ == 6 and np.all(np.isfinite(search.latent_))
+    if factor == 0.0:
+        assert not np.any(search.latent_) or reducer is None
+
+
 def test_pipeline_embedder_pickle_and_reproducible():
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]
     candidates = [f"{a} {b}" for a in words[:4] for b in words[4:]]
