@@ -125,3 +125,26 @@ class GaspTimeRatioToSkopt:
                 self.make(strategy).fit(self.candidates, embeddings=self.E)
             times[strategy] = time.perf_counter() - start
         return times["discrete"] / times["skopt"]
+
+
+class GaspParameterGrid:
+    """P(best found) over ``acq_func`` x ``reducer`` (a search has no (X, y) score, so the
+    sweep uses ``ParameterGrid`` instead of ``GridSearchCV``); smooth landscape, 25 seeds."""
+
+    timeout = 300
+
+    def setup_cache(self):
+        from sklearn.model_selection import ParameterGrid
+
+        from sklearn_cispa.report import hit_rates
+
+        grid = ParameterGrid({"acq_func": ["EI", "PI", "LCB"], "reducer": ["tsne", "pca"]})
+        return {f"{p['acq_func']}-{p['reducer']}": hit_rates("smooth", range(SLOW_SEEDS),
+                                                             "discrete", **p)["best"]
+                for p in grid}
+
+    params = ["EI-tsne", "EI-pca", "PI-tsne", "PI-pca", "LCB-tsne", "LCB-pca"]
+    param_names = ["acq_func-reducer"]
+
+    def track_p_best(self, rates, setting):
+        return rates[setting]
