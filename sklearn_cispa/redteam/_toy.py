@@ -160,9 +160,3 @@ class ToyRubricJudge:
 
     def __repr__(self):
         return f"ToyRubricJudge(n_items={self.n_items!r})"
-
-
-def toy_objective_score(prompt, judge, target):
-    """``judge(prompt, target(prompt))`` (a picklable building block for objectives)."""
-    return judge(prompt, target(prompt))
-
