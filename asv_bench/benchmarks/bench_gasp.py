@@ -49,34 +49,45 @@ def _greedy_rates(kind, seeds):
 
 
 class GaspSearchQuality:
-    """P(best found), P(top-3 hit), unique calls and duplicates per strategy."""
+    """P(best found), P(top-3 hit), unique calls and duplicates per strategy.
+
+    Computed once (``setup_cache``) for every landscape and strategy; the skopt row is
+    skipped when scikit-optimize is missing.
+    """
 
     params = (["smooth", "rough"], [*CONFIGS, "greedy-nn"])
     param_names = ["landscape", "strategy"]
-    timeout = 300
+    timeout = 900
 
-    def setup(self, landscape, strategy):
-        if strategy == "skopt-tsne":
-            require("skopt")
+    def setup_cache(self):
         from sklearn_cispa.report import hit_rates
+        from sklearn_cispa.utils import is_available
 
-        if strategy == "greedy-nn":
-            self.rates = _greedy_rates(landscape, range(FAST_SEEDS))
-        else:
-            name, params, n_seeds = CONFIGS[strategy]
-            self.rates = hit_rates(landscape, range(n_seeds), name, **params)
+        rates = {}
+        for landscape in self.params[0]:
+            rates[landscape, "greedy-nn"] = _greedy_rates(landscape, range(FAST_SEEDS))
+            for strategy, (name, params, n_seeds) in CONFIGS.items():
+                if name == "skopt" and not is_available("skopt"):
+                    continue
+                rates[landscape, strategy] = hit_rates(landscape, range(n_seeds), name,
+                                                       **params)
+        return rates
 
-    def track_p_best(self, landscape, strategy):
-        return self.rates["best"]
+    def setup(self, rates, landscape, strategy):
+        if (landscape, strategy) not in rates:
+            raise NotImplementedError("scikit-optimize is not installed")
 
-    def track_p_top3(self, landscape, strategy):
-        return self.rates["top3"]
+    def track_p_best(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["best"]
 
-    def track_unique_calls(self, landscape, strategy):
-        return self.rates["calls"]
+    def track_p_top3(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["top3"]
 
-    def track_duplicate_proposals(self, landscape, strategy):
-        return self.rates["duplicates"]
+    def track_unique_calls(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["calls"]
+
+    def track_duplicate_proposals(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["duplicates"]
 
 
 class GaspTimeVsCandidates:
