@@ -64,6 +64,7 @@ _FIELD_TITLES = {
     "neural": "Neural training (sklearn_cispa.neural)",
     "privacy": "Privacy auditing (sklearn_cispa.privacy)",
     "pruning": "Pruning (sklearn_cispa.pruning)",
+    "redteam": "Red-teaming search (sklearn_cispa.redteam)",
     "rules": "Rule lists (sklearn_cispa.rules)",
     "uncertainty": "Uncertainty (sklearn_cispa.uncertainty)",
     "watermark": "Watermarks (sklearn_cispa.watermark)",

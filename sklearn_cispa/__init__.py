@@ -1,12 +1,16 @@
 """sklearn-cispa: scikit-learn compatible estimators for NeurIPS 2025 research methods.
 
-Nine methods are available now, in one subpackage per field: causal mixture discovery
-and augmentation-based instrumental variables (``sklearn_cispa.causal``), NEURULES rule
-lists (``sklearn_cispa.rules``), robust conformal prediction (``sklearn_cispa.conformal``),
-MMI credal uncertainty (``sklearn_cispa.uncertainty``), MIBP poisoning certificates
-(``sklearn_cispa.certification``), and MaxSup, NanoAdam and Sign-In sparse training
-(``sklearn_cispa.neural``, with pruning at initialisation in ``sklearn_cispa.pruning``).
-Six more methods are planned. Importing the top-level package is cheap: subpackages are
+Fifteen methods, in one subpackage per field: causal mixture discovery and
+augmentation-based instrumental variables (``sklearn_cispa.causal``), NEURULES rule lists
+(``sklearn_cispa.rules``), robust conformal prediction (``sklearn_cispa.conformal``), MMI
+credal uncertainty (``sklearn_cispa.uncertainty``), MIBP poisoning certificates
+(``sklearn_cispa.certification``), MaxSup, NanoAdam and Sign-In sparse training
+(``sklearn_cispa.neural``), pruning at initialisation and the graphon of pruning masks
+(``sklearn_cispa.pruning``), local SGD (``sklearn_cispa.federated``), LiRA membership
+inference (``sklearn_cispa.privacy``), the BitMark watermark (``sklearn_cispa.watermark``),
+critical neurons of memorised text (``sklearn_cispa.memorization``) and suffix search for
+red-teaming evaluations (``sklearn_cispa.redteam``); cross-field metrics live in
+``sklearn_cispa.metrics``. Importing the top-level package is cheap: subpackages are
 imported on first attribute access, and torch only when a method needs it.
 ``sklearn_cispa.show_versions()`` prints the environment for bug reports.
 """
@@ -29,6 +33,7 @@ _FIELD_SUBPACKAGES = (
     "neural",
     "privacy",
     "pruning",
+    "redteam",
     "rules",
     "uncertainty",
     "watermark",

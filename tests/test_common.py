@@ -23,6 +23,7 @@ import pickle
 import signal
 import warnings
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,12 @@ from sklearn.utils.estimator_checks import check_param_validation, parametrize_w
 from torch import nn
 
 from sklearn_cispa.causal import GaussianNoiseAugmentation
+from sklearn_cispa.redteam import ToyRubricJudge
 from sklearn_cispa.utils import all_estimators, all_functions
+
+# redteam (issue 22): a picklable objective for the searches, scoring a prompt by the toy
+# judge's readability item (the searches take a user objective, not a target y)
+_TOY_OBJECTIVE = partial(ToyRubricJudge(), response="OK")
 
 # --------------------------------------------------------------------------------------
 # Table 1: test-time constructor arguments, keyed by class name.
@@ -179,11 +185,40 @@ TEST_PARAMS = {
         "n_reference": 4,
         "random_state": 0,
     },
+
+    # -- redteam: LatentBOSuffixSearch, RandomSubsetSearch (issue 22)
+    "LatentBOSuffixSearch": [
+        {"objective": _TOY_OBJECTIVE, "embedder": "char-tfidf", "random_state": 0},
+        {"objective": _TOY_OBJECTIVE, "reducer": "pca", "acq_func": "LCB", "n_calls": 8,
+         "random_state": 0},
+    ],
+    "RandomSubsetSearch": {"objective": _TOY_OBJECTIVE, "random_state": 0},
 }
 
 # --------------------------------------------------------------------------------------
 # Table 2: checks that cannot pass, keyed by class name, each with its reason.
 # --------------------------------------------------------------------------------------
+# redteam (issue 22): these checks fit on (X, y); clone, get/set_params, the
+# no-work-in-__init__ and tag checks pass, and tests/redteam tests pickling after fit
+_SEARCH_HAS_NO_Y = (
+    "a suffix search has no target: it queries a user objective on candidate texts for "
+    "one goal, and fit's second argument is that goal text, so fit(X, y) with a numeric "
+    "y is invalid input"
+)
+_SEARCH_XY_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_complex_data",
+    "check_dtype_object", "check_estimators_empty_data_messages",
+    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimator_sparse_tag",
+    "check_estimator_sparse_array", "check_estimator_sparse_matrix",
+    "check_estimators_pickle", "check_estimators_pickle(readonly_memmap=True)",
+    "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature",
+    "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
+    "check_n_features_in", "check_fit1d", "check_fit2d_predict1d",
+)
 EXPECTED_FAILED_CHECKS = {
     # -- causal: AugmentedIVRegressor (issue 3)
 
@@ -294,6 +329,9 @@ EXPECTED_FAILED_CHECKS = {
         ),
     },
 
+    # -- redteam: LatentBOSuffixSearch, RandomSubsetSearch (issue 22)
+    **{name: dict.fromkeys(_SEARCH_XY_CHECKS, _SEARCH_HAS_NO_Y)
+       for name in ("LatentBOSuffixSearch", "RandomSubsetSearch")},
 }
 
 
@@ -368,6 +406,18 @@ _GREY_LEVELS = (
 _BITS = (
     "inputs are bits: values are rounded and clipped to {0, 1}, so shifted or rescaled "
     "values are other bit strings"
+)
+_CANDIDATES_ARE_TEXT = (
+    "the searches take candidate texts: a numeric row is written out as text and "
+    "embedded by character n-grams, so new numbers are new candidates, not new units"
+)
+_CANDIDATE_ORDER = (
+    "the random initial candidates are drawn by position, so permuted candidates meet "
+    "other draws; the result has the same distribution, not the same value"
+)
+_NO_XY_SCORE = (
+    "a search has no (X, y) score: it calls a user objective on its candidates, so "
+    "GridSearchCV and cross_val_score do not apply (sweep with ParameterGrid)"
 )
 
 ROBUSTNESS = {
@@ -672,6 +722,33 @@ ROBUSTNESS = {
             },
             "64_references": {"n_reference": 64},
         },
+    },
+
+    # -- redteam: LatentBOSuffixSearch, RandomSubsetSearch (issue 22)
+    "LatentBOSuffixSearch": {
+        "offset": _CANDIDATES_ARE_TEXT,
+        "scale": _CANDIDATES_ARE_TEXT,
+        "column_scale": _CANDIDATES_ARE_TEXT,
+        "row_order": _CANDIDATE_ORDER,
+        "default_scoring": _NO_XY_SCORE,
+        "params": {"objective": _TOY_OBJECTIVE, "reducer": "pca", "random_state": 0},
+        "structure": ("best_score_", "latent_", "n_queries_", "chosen_"),
+        "extreme_params": {
+            "budget_above_n_candidates": {"n_calls": 500, "n_initial_points": 300},
+            "tsne_5d_exact": {"reducer": "tsne", "n_components": 5},
+            "raw_embeddings_lcb_kappa_0": {"reducer": None, "acq_func": "LCB", "kappa": 0.0},
+            "ei_xi_1e6": {"xi": 1e6},
+            "stop_at_first_query": {"success_threshold": 1e9},
+        },
+    },
+    "RandomSubsetSearch": {
+        "offset": _CANDIDATES_ARE_TEXT,
+        "scale": _CANDIDATES_ARE_TEXT,
+        "column_scale": _CANDIDATES_ARE_TEXT,
+        "row_order": _CANDIDATE_ORDER,
+        "default_scoring": _NO_XY_SCORE,
+        "structure": ("best_score_", "n_queries_", "chosen_"),
+        "extreme_params": {"budget_above_n_candidates": {"n_calls": 10**6}},
     },
 
 }

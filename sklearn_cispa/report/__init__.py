@@ -35,6 +35,9 @@ _HELPERS = {
     "run_pc": "_cmm_eval",
     "run_lingam": "_cmm_eval",
     "gmm_node_labels": "_cmm_eval",
+    # LatentBOSuffixSearch (GASP)
+    "landscape_trial": "_gasp_eval",
+    "hit_rates": "_gasp_eval",
     # MMIUncertainty
     "uncertainty_scores": "_exp_mmi",
     "digits_selective_prediction": "_exp_mmi",

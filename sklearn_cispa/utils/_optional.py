@@ -13,6 +13,7 @@ _KNOWN = {
     "imodels": ("imodels", "bench"),
     "wittgenstein": ("wittgenstein", "bench"),
     "mapie": ("mapie", "test"),
+    "skopt": ("scikit-optimize", "redteam"),
     "ivmodels": ("ivmodels", "test"),
     "linearmodels": ("linearmodels", "test"),
     "imwatermark": ("invisible-watermark", "bench"),

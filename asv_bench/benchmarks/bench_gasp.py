@@ -1,0 +1,161 @@
+"""LatentBOSuffixSearch (issue 22): P(best) and unique calls on the toy landscape, and
+time per search against the number of candidates, beside scikit-optimize.
+
+The ``track_*`` benchmarks run the spec's protocol (section 6): 20 candidates with 32-d
+embeddings, 6 calls, smooth and rough landscapes; 200 seeds for the fast strategies, 25
+for the t-SNE and scikit-optimize ones (about 1.5 s per search). "skopt" is the
+reference pipeline (continuous ``gp_minimize`` with nearest-neighbour decoding, needs
+scikit-optimize); its unique calls show the duplicate waste. A greedy peer queries the
+unqueried nearest neighbour of the current best.
+"""
+
+import time
+
+import numpy as np
+
+from ._common import require
+
+FAST_SEEDS = 200
+SLOW_SEEDS = 25
+
+CONFIGS = {
+    "discrete-raw": ("discrete", {"reducer": None}, FAST_SEEDS),
+    "discrete-pca": ("discrete", {"reducer": "pca"}, FAST_SEEDS),
+    "discrete-tsne": ("discrete", {"reducer": "tsne"}, SLOW_SEEDS),
+    "skopt-tsne": ("skopt", {"reducer": "tsne"}, SLOW_SEEDS),
+    "random-subset": ("random-subset", {}, FAST_SEEDS),
+}
+
+
+def _greedy_rates(kind, seeds):
+    from sklearn_cispa.redteam import make_toy_landscape
+
+    best = top3 = 0
+    for s in seeds:
+        candidates, E, objective = make_toy_landscape(kind=kind, random_state=1000 + s)
+        scores = np.array([objective.scores[c] for c in candidates])
+        rng = np.random.RandomState(s)
+        queried = list(rng.choice(len(candidates), 2, replace=False))
+        while len(queried) < 6:
+            b = min(queried, key=lambda i: scores[i])
+            d = np.linalg.norm(E - E[b], axis=1)
+            d[queried] = np.inf
+            queried.append(int(np.argmin(d)))
+        truth = np.argsort(scores)
+        best += truth[0] in queried
+        top3 += bool(set(truth[:3]) & set(queried))
+    return {"best": best / len(seeds), "top3": top3 / len(seeds), "calls": 6.0,
+            "duplicates": 0.0}
+
+
+class GaspSearchQuality:
+    """P(best found), P(top-3 hit), unique calls and duplicates per strategy.
+
+    Computed once (``setup_cache``) for every landscape and strategy; the skopt row is
+    skipped when scikit-optimize is missing.
+    """
+
+    params = (["smooth", "rough"], [*CONFIGS, "greedy-nn"])
+    param_names = ["landscape", "strategy"]
+    timeout = 900
+
+    def setup_cache(self):
+        from sklearn_cispa.report import hit_rates
+        from sklearn_cispa.utils import is_available
+
+        rates = {}
+        for landscape in self.params[0]:
+            rates[landscape, "greedy-nn"] = _greedy_rates(landscape, range(FAST_SEEDS))
+            for strategy, (name, params, n_seeds) in CONFIGS.items():
+                if name == "skopt" and not is_available("skopt"):
+                    continue
+                rates[landscape, strategy] = hit_rates(landscape, range(n_seeds), name,
+                                                       **params)
+        return rates
+
+    def setup(self, rates, landscape, strategy):
+        if (landscape, strategy) not in rates:
+            raise NotImplementedError("scikit-optimize is not installed")
+
+    def track_p_best(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["best"]
+
+    def track_p_top3(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["top3"]
+
+    def track_unique_calls(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["calls"]
+
+    def track_duplicate_proposals(self, rates, landscape, strategy):
+        return rates[landscape, strategy]["duplicates"]
+
+
+class GaspTimeVsCandidates:
+    """Time per search (PCA map, 6 calls) against the number of candidates."""
+
+    params = ([20, 100, 500], ["discrete", "random"])
+    param_names = ["n_candidates", "strategy"]
+
+    def setup(self, n_candidates, strategy):
+        from sklearn_cispa.redteam import LatentBOSuffixSearch, make_toy_landscape
+
+        self.candidates, self.E, objective = make_toy_landscape(n_candidates,
+                                                                random_state=0)
+        self.search = LatentBOSuffixSearch(objective, embedder="precomputed",
+                                           reducer="pca", strategy=strategy,
+                                           random_state=0)
+
+    def time_search(self, n_candidates, strategy):
+        self.search.fit(self.candidates, embeddings=self.E)
+
+    def peakmem_search(self, n_candidates, strategy):
+        self.search.fit(self.candidates, embeddings=self.E)
+
+
+class GaspTimeRatioToSkopt:
+    """Time of the discrete strategy over the reference's skopt strategy, one process."""
+
+    params = [20, 100, 500]
+    param_names = ["n_candidates"]
+
+    def setup(self, n_candidates):
+        require("skopt")
+        from sklearn_cispa.redteam import LatentBOSuffixSearch, make_toy_landscape
+
+        self.candidates, self.E, objective = make_toy_landscape(n_candidates,
+                                                                random_state=0)
+        self.make = lambda strategy: LatentBOSuffixSearch(
+            objective, embedder="precomputed", reducer="pca", strategy=strategy,
+            random_state=0)
+
+    def track_time_ratio_discrete_over_skopt(self, n_candidates):
+        times = {}
+        for strategy in ("discrete", "skopt"):
+            start = time.perf_counter()
+            for _ in range(3):
+                self.make(strategy).fit(self.candidates, embeddings=self.E)
+            times[strategy] = time.perf_counter() - start
+        return times["discrete"] / times["skopt"]
+
+
+class GaspParameterGrid:
+    """P(best found) over ``acq_func`` x ``reducer`` (a search has no (X, y) score, so the
+    sweep uses ``ParameterGrid`` instead of ``GridSearchCV``); smooth landscape, 25 seeds."""
+
+    timeout = 300
+
+    def setup_cache(self):
+        from sklearn.model_selection import ParameterGrid
+
+        from sklearn_cispa.report import hit_rates
+
+        grid = ParameterGrid({"acq_func": ["EI", "PI", "LCB"], "reducer": ["tsne", "pca"]})
+        return {f"{p['acq_func']}-{p['reducer']}": hit_rates("smooth", range(SLOW_SEEDS),
+                                                             "discrete", **p)["best"]
+                for p in grid}
+
+    params = ["EI-tsne", "EI-pca", "PI-tsne", "PI-pca", "LCB-tsne", "LCB-pca"]
+    param_names = ["acq_func-reducer"]
+
+    def track_p_best(self, rates, setting):
+        return rates[setting]
