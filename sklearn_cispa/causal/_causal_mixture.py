@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_cispa.causal._mixture_regression import (
     VAR_FLOOR,
     _scale_columns,
-    fit_mixture_bic,
+    fit_mixture_bic_many,
     k_range_bic,
     posterior,
     with_intercept,
@@ -56,7 +56,7 @@ def _shared_split_fit(Z, y, labels):
 
 
 def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed, parent_labels=()):
-    """Latent-aware BIC of ``node`` given ``parents`` (module level: picklable task).
+    """Latent-aware BIC of ``node`` given ``parents``.
 
     ``parent_labels`` are the groups of the parents that are mixed on their own (their
     marginal fits). For each, the node's regression split by those groups (the node
@@ -67,31 +67,42 @@ def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed, 
     Returns ``(bic, k, labels)`` with labels the posterior argmax (components ordered by
     decreasing weight; the parent's labels for a shared split), all zeros when k == 1.
     """
-    parents = tuple(sorted(parents))
-    Xp = X[:, list(parents)]
-    y = X[:, node]
-    entropy = (int(seed), int(node), len(parents), *(int(p) for p in parents))
-    k_range = k_range_bic(len(y), len(parents), max_components)
-    fit, _ = fit_mixture_bic(
-        Xp,
-        y,
-        k_range=k_range,
-        n_init=n_init,
-        max_iter=max_iter,
-        entropy=entropy,
-        patience=K_PATIENCE,
+    (res,) = _local_scores_task(
+        X, [(node, parents, parent_labels)], max_components, n_init, max_iter, seed
     )
-    Z = with_intercept(Xp)
-    bic, k = float(fit["bic"]), int(fit["k"])
-    if k > 1:
-        labels = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
-    else:
-        labels = np.zeros(len(y), dtype=np.int64)
-    for lab in parent_labels:
-        split = _shared_split_fit(Z, y, lab)
-        if split < bic:
-            bic, k, labels = split, int(lab.max()) + 1, lab
-    return bic, k, labels.astype(np.int64)
+    return res
+
+
+def _local_scores_task(X, items, max_components, n_init, max_iter, seed):
+    """:func:`_local_score_task` for many ``(node, parents, parent_labels)`` at once
+    (module level: picklable task). The EM runs of all of them are batched
+    (:func:`fit_mixture_bic_many`); each result is the one it gets alone."""
+    problems, designs = [], []
+    for node, parents, _ in items:
+        parents = tuple(sorted(int(p) for p in parents))
+        Xp = X[:, list(parents)]
+        y = X[:, node]
+        entropy = (int(seed), int(node), len(parents), *parents)
+        k_range = k_range_bic(len(y), len(parents), max_components)
+        problems.append((Xp, y, k_range, entropy))
+        designs.append((with_intercept(Xp), y))
+    fits = fit_mixture_bic_many(problems, n_init=n_init, max_iter=max_iter, patience=K_PATIENCE)
+    out = []
+    for (Z, y), (fit, _), (_, _, parent_labels) in zip(designs, fits, items):
+        bic, k = float(fit["bic"]), int(fit["k"])
+        if k > 1:
+            labels = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
+        else:
+            labels = np.zeros(len(y), dtype=np.int64)
+        for lab in parent_labels:
+            split = _shared_split_fit(Z, y, lab)
+            if split < bic:
+                bic, k, labels = split, int(lab.max()) + 1, lab
+        out.append((bic, k, labels.astype(np.int64)))
+    return out
+
+
+SCORE_CHUNK = 16  # local scores per batched task (a fixed size: results never depend on it)
 
 
 class _ScoreCache:
@@ -123,20 +134,29 @@ class _ScoreCache:
         if roots:
             self.ensure([(c, ()) for c in roots])
             missing = [key for key in missing if key not in self.cache]
+        # parent sets of one size share one EM batch; chunks of a fixed size keep the
+        # batches cache-sized and give joblib tasks to spread
+        missing.sort(key=lambda key: len(key[1]))
+        items = [
+            (node, tuple(sorted(parents)), self._parent_labels(parents))
+            for node, parents in missing
+        ]
         tasks = [
             (
                 self.X,
-                node,
-                tuple(sorted(parents)),
+                items[i : i + SCORE_CHUNK],
                 self.max_components,
                 self.n_init,
                 self.max_iter,
                 self.seed,
-                self._parent_labels(parents),
             )
-            for node, parents in missing
+            for i in range(0, len(items), SCORE_CHUNK)
         ]
-        results = parallel_map(_local_score_task, tasks, n_jobs=self.n_jobs)
+        results = [
+            res
+            for chunk in parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs)
+            for res in chunk
+        ]
         for key, res in zip(missing, results):
             self.cache[key] = res
 
