@@ -460,8 +460,9 @@ class CausalMixtureDiscoverer(BaseEstimator):
     max_iter : int, default=200
         EM iteration cap of every local mixture fit.
     n_jobs : int, default=None
-        Number of joblib jobs over the local scores of one search step (through
-        :func:`sklearn_cispa.utils.parallel_map`; a Dask backend scales them out).
+        Number of joblib jobs over the local scores of one search step, in tasks of
+        16 batched scores (through :func:`sklearn_cispa.utils.parallel_map`; a Dask
+        backend scales them out).
     random_state : int, RandomState instance or None, default=None
         Seeds every local fit from ``(random_state, node, sorted parent set)``: results do
         not depend on the evaluation order or on ``n_jobs``.
@@ -501,8 +502,11 @@ class CausalMixtureDiscoverer(BaseEstimator):
     Gaussian mixture when ``P`` is empty); scores are memoised on ``(j, frozenset(P))``.
     The k are tried in increasing order and the sweep stops once two k in a row have not
     lowered the best BIC, which skips the slowest fits (too many components) wherever
-    fewer components already decide; the EM runs of k = 2 and 3 (``n_init`` each) run as
-    one vectorised batch. On the reference demo file, on the spec's generated data
+    fewer components already decide. The local scores that one search step needs are
+    fitted together: the sweeps advance in rounds, and the EM runs of a round (``n_init``
+    per k, across all parent sets of one size) are one vectorised batch per k, each run
+    leaving it at its likelihood tolerance; a score is exactly the one it gets alone.
+    On the reference demo file, on the spec's generated data
     (N = 6, n = 500, 6 seeds) and at N = 10, n = 1000 (2 seeds) this gives the same
     graphs, groups and mixing sets as the full sweep. Stopping after one k without
     improvement would be about twice as fast again, but changed the groups of one node
