@@ -111,7 +111,7 @@ def _em_many(problems, max_iter, var_floor):
     iu, ju = np.triu_indices(d)
     W, ZY, batches = [], [], {}
     for t, (Z, y, starts, n_components) in enumerate(problems):
-        W.append(np.hstack([Z[:, iu] * Z[:, ju], Z * y[:, None]]))
+        W.append(np.hstack([Z[:, iu] * Z[:, ju], Z * y[:, None], (y * y)[:, None]]))
         ZY.append(np.vstack([Z.T, y[None, :]]))
         for r, (part, k) in enumerate(zip(starts, n_components)):
             batches.setdefault(k, []).append((t, r, np.asarray(part)))
@@ -133,8 +133,13 @@ def _em_many(problems, max_iter, var_floor):
 def _em_loop(W, ZY, R, max_iter, var_floor, tri):
     """The iterations of :func:`_em_many` (divisions by empty components are masked).
 
-    ``W`` holds every run's row moments ``(m, n, q)``, ``ZY`` its design and target
-    stacked as ``(m, d + 1, n)``, ``R`` the starting responsibilities ``(m, k, n)``.
+    ``W`` holds every run's row moments ``(z z^T upper triangle, z y, y^2)`` as
+    ``(m, n, q)``, ``ZY`` its design and target stacked as ``(m, d + 1, n)``, ``R`` the
+    starting responsibilities ``(m, k, n)``. The weighted residual sum of squares of a
+    component comes from its moments, ``sum r y^2 - 2 b^T sum r z y + b^T G b``, and
+    the E-step is one product of the scaled coefficients ``[b, -1] / sqrt(2 s2)`` with
+    ``[Z^T; y]``, squared: the only passes over the ``(m, k, n)`` arrays are the ones
+    the responsibilities need.
     """
     m, K, n = R.shape
     d = ZY.shape[1] - 1
@@ -166,20 +171,20 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri):
         G[:, iu, ju] = S[:, :n_tri]
         G[:, ju, iu] = S[:, :n_tri]
         scale = np.trace(G, axis1=1, axis2=2) / d
-        G += (1e-10 * scale + 1e-300)[:, None, None] * eye
-        Ba = Ba[:mr]
-        Ba[:, :, :d] = np.linalg.solve(G, S[:, n_tri:, None]).reshape(mr, K, d)
-        res2 = np.matmul(Ba, ZY)
-        res2 *= res2  # (mr, K, n)
+        b = S[:, n_tri : n_tri + d]
+        ridge = (1e-10 * scale + 1e-300)[:, None, None] * eye
+        B = np.linalg.solve(G + ridge, b[:, :, None])[:, :, 0]
+        rss = S[:, -1] - 2.0 * np.einsum("ij,ij->i", B, b) + np.einsum("ij,ijk,ik->i", B, G, B)
         act = active.ravel()
-        s2 = np.einsum("ij,ij->i", R.reshape(mr * K, n), res2.reshape(mr * K, n))
-        s2 = np.where(act, np.maximum(s2 / Nk.ravel(), var_floor), 1.0)
+        s2 = np.where(act, np.maximum(rss / Nk.ravel(), var_floor), 1.0)
         log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
         # E-step: log pi_c + log N(y; mean_c, s2_c), normalised over the components
-        logp = res2.reshape(mr * K, n)
-        logp *= (-0.5 / s2)[:, None]
-        logp += (log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, None]
-        logp = logp.reshape(mr, K, n)
+        c = np.sqrt(0.5 / s2)
+        Ba = Ba[:mr]
+        Ba[:, :, :d] = B.reshape(mr, K, d)
+        logp = np.matmul(Ba * c.reshape(mr, K, 1), ZY)
+        logp *= logp
+        np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2))).reshape(mr, K, 1), logp, out=logp)
         mx = logp.max(axis=1)
         logp -= mx[:, None, :]
         R = np.exp(logp, out=logp)
