@@ -276,18 +276,6 @@ def _fit_many(jobs, *, n_init, max_iter, var_floor):
     return out
 
 
-def fit_mixtures(Z, y, ks, *, n_init, max_iter, entropy, var_floor):
-    """Best of ``n_init`` EM runs for every k of ``ks``, all runs in one batch.
-
-    ``entropy`` (a tuple of non-negative ints) seeds every run (see :func:`_starts`).
-    Returns ``{k: fit}``.
-    """
-    (fits,) = _fit_many(
-        [(Z, y, list(ks), entropy)], n_init=n_init, max_iter=max_iter, var_floor=var_floor
-    )
-    return fits
-
-
 def _scale_columns(A):
     """Column means and standard deviations without overflow or underflow.
 
