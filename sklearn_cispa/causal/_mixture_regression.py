@@ -154,8 +154,11 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri):
     Ba = np.full((m, K, d + 1), -1.0)  # [B, -1] @ [Z^T; y] is the residual
     for n_iter in range(1, max_iter + 1):
         mr = len(runs)
-        # M-step; components below the minimum prior are dropped first
-        Nk = R.sum(axis=2)
+        # M-step: the weighted moments, one run at a time; their first column is the
+        # component's weight (the intercept squared); components below the minimum
+        # prior are dropped first
+        S = np.matmul(R, W)
+        Nk = S[:, :, 0].copy()
         keep = active & (Nk / n >= MIN_PRIOR)
         none = ~keep.any(axis=1)
         if none.any():
@@ -163,10 +166,11 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri):
             keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
         if (keep != active).any():
             R *= keep[:, :, None]
+            S *= keep[:, :, None]
         active = keep
         Nk = np.where(active, Nk, 0.0)
         pi = Nk / Nk.sum(axis=1, keepdims=True)
-        S = np.matmul(R, W).reshape(mr * K, -1)  # weighted moments, one run at a time
+        S = S.reshape(mr * K, -1)
         G = G[: mr * K]
         G[:, iu, ju] = S[:, :n_tri]
         G[:, ju, iu] = S[:, :n_tri]
