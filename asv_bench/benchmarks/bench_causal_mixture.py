@@ -1,4 +1,4 @@
-"""CausalMixtureDiscoverer beside causal-learn GES / PC and lingam DirectLiNGAM.
+"""CausalMixtureDiscoverer beside causal-learn GES / PC / DirectLiNGAM.
 
 Data: the spec's generator (``make_causal_mixture``; P = 0.4, C = 5, K = 2, PZ = 0.5,
 NZ = 2) with N = 6 and N = 10 nodes, X standardised for every method, CPDAG undirected
@@ -11,8 +11,13 @@ n_init=1``; the golden demo fit (about 5 s) is skipped. Set
 ``SKLEARN_CISPA_BENCH_FULL=1`` for the full protocol: 10 seeds, n = 500, the defaults
 (``max_components=5, n_init=3``) and the golden demo file. ``ScalingNodes`` and
 ``ScalingSamples`` time the discoverer against N (5 to 30, n = 1000) and n (500 to 20,000,
-N = 5) beside causal-learn GES and PC, and record the ratio discoverer / GES measured
-in one run.
+N = 5), and their ``*Peers`` classes causal-learn GES and PC on the same data and the
+ratio discoverer / GES measured in one run. ``SearchRound`` records the speed-up of the
+batched local scores of one search round over scoring them one at a time (issue 16).
+
+Every peer (GES, PC, DirectLiNGAM: all causal-learn's) is in a ``*Peers`` class whose
+``setup`` skips it when causal-learn is missing; the discoverer's own benchmarks never
+need it.
 """
 
 import os
@@ -45,64 +50,54 @@ def _cmm(**extra):
     return CausalMixtureDiscoverer(random_state=SEED, **{**CMM_PARAMS, **extra})
 
 
+def _generated_cache():
+    """Mean F1 / AMI over the seeds for every N (one computation, shared by the
+    discoverer's and the peers' classes through ASV's setup_cache key)."""
+    from sklearn.metrics import adjusted_mutual_info_score as ami
+
+    from sklearn_cispa.report import (
+        edge_f1,
+        gmm_node_labels,
+        node_truth_labels,
+        run_ges,
+        run_lingam,
+        run_pc,
+    )
+
+    have_cl = _has("causallearn")  # GES, PC and DirectLiNGAM are causal-learn's
+    out = {}
+    for n_nodes in NODE_SIZES:
+        res = {k: [] for k in ("cmm", "ges", "pc", "lingam", "ami_cmm", "ami_gmm")}
+        for seed in range(N_SEEDS):
+            X, adj, sets, Z = _data(n_nodes, seed)
+            est = _cmm().fit(X)
+            res["cmm"].append(edge_f1(est.adjacency_, adj))
+            mixed = sorted(set().union(*sets))
+            for j in mixed:
+                true_pa = np.flatnonzero(adj[:, j])
+                truth = node_truth_labels(j, np.flatnonzero(est.adjacency_[:, j]), adj, sets, Z)
+                res["ami_cmm"].append(ami(truth, est.labels_[:, j]))
+                truth_gmm = node_truth_labels(j, true_pa, adj, sets, Z)
+                labels = gmm_node_labels(X, j, true_pa, random_state=SEED)
+                res["ami_gmm"].append(ami(truth_gmm, labels))
+            if have_cl:
+                res["ges"].append(edge_f1(run_ges(X), adj))
+                res["pc"].append(edge_f1(run_pc(X), adj))
+                res["lingam"].append(edge_f1(run_lingam(X, SEED), adj))
+        out[n_nodes] = {k: float(np.mean(v)) if v else float("nan") for k, v in res.items()}
+    return out
+
+
 class GeneratedGraphs:
     """Mean directed-edge F1 (and per-node AMI) over the seeds, N = 6 and N = 10."""
 
     params = NODE_SIZES
     param_names = ["n_nodes"]
     timeout = 1800
-
-    def setup_cache(self):
-        from sklearn.metrics import adjusted_mutual_info_score as ami
-
-        from sklearn_cispa.report import (
-            edge_f1,
-            gmm_node_labels,
-            node_truth_labels,
-            run_ges,
-            run_lingam,
-            run_pc,
-        )
-
-        have_cl = _has("causallearn")
-        have_lingam = _has("lingam")
-        out = {}
-        for n_nodes in NODE_SIZES:
-            res = {k: [] for k in ("cmm", "ges", "pc", "lingam", "ami_cmm", "ami_gmm")}
-            for seed in range(N_SEEDS):
-                X, adj, sets, Z = _data(n_nodes, seed)
-                est = _cmm().fit(X)
-                res["cmm"].append(edge_f1(est.adjacency_, adj))
-                mixed = sorted(set().union(*sets))
-                for j in mixed:
-                    true_pa = np.flatnonzero(adj[:, j])
-                    truth = node_truth_labels(j, np.flatnonzero(est.adjacency_[:, j]), adj, sets, Z)
-                    res["ami_cmm"].append(ami(truth, est.labels_[:, j]))
-                    truth_gmm = node_truth_labels(j, true_pa, adj, sets, Z)
-                    labels = gmm_node_labels(X, j, true_pa, random_state=SEED)
-                    res["ami_gmm"].append(ami(truth_gmm, labels))
-                if have_cl:
-                    res["ges"].append(edge_f1(run_ges(X), adj))
-                    res["pc"].append(edge_f1(run_pc(X), adj))
-                if have_lingam:
-                    res["lingam"].append(edge_f1(run_lingam(X, SEED), adj))
-            out[n_nodes] = {k: float(np.mean(v)) if v else float("nan") for k, v in res.items()}
-        return out
+    setup_cache = staticmethod(_generated_cache)
 
     def track_f1_cmm(self, cache, n_nodes):
         return cache[n_nodes]["cmm"]
-
-    def track_f1_ges(self, cache, n_nodes):
-        require("causallearn")
-        return cache[n_nodes]["ges"]
-
-    def track_f1_pc(self, cache, n_nodes):
-        require("causallearn")
-        return cache[n_nodes]["pc"]
-
-    def track_f1_directlingam(self, cache, n_nodes):
-        require("lingam")
-        return cache[n_nodes]["lingam"]
 
     def track_ami_mixed_nodes_cmm(self, cache, n_nodes):
         return cache[n_nodes]["ami_cmm"]
@@ -111,11 +106,33 @@ class GeneratedGraphs:
         return cache[n_nodes]["ami_gmm"]
 
     track_f1_cmm.unit = "score"
+    track_ami_mixed_nodes_cmm.unit = "score"
+    track_ami_mixed_nodes_gaussian_mixture.unit = "score"
+
+
+class GeneratedGraphsPeers:
+    """The peers' mean F1 on the same data (skipped without causal-learn)."""
+
+    params = NODE_SIZES
+    param_names = ["n_nodes"]
+    timeout = 1800
+    setup_cache = staticmethod(_generated_cache)
+
+    def setup(self, cache, n_nodes):
+        require("causallearn")
+
+    def track_f1_ges(self, cache, n_nodes):
+        return cache[n_nodes]["ges"]
+
+    def track_f1_pc(self, cache, n_nodes):
+        return cache[n_nodes]["pc"]
+
+    def track_f1_directlingam(self, cache, n_nodes):
+        return cache[n_nodes]["lingam"]
+
     track_f1_ges.unit = "score"
     track_f1_pc.unit = "score"
     track_f1_directlingam.unit = "score"
-    track_ami_mixed_nodes_cmm.unit = "score"
-    track_ami_mixed_nodes_gaussian_mixture.unit = "score"
 
 
 def _has(module):
@@ -127,7 +144,7 @@ def _has(module):
 
 
 class FitTime:
-    """Fit time of every method on the same generated data (seed 0)."""
+    """Fit time of the discoverer on generated data (seed 0)."""
 
     params = [6, 10]
     param_names = ["n_nodes"]
@@ -141,20 +158,32 @@ class FitTime:
     def time_fit_cmm(self, n_nodes):
         _cmm().fit(self.X)
 
-    def time_fit_ges(self, n_nodes):
+
+class FitTimePeers:
+    """Fit time of causal-learn's GES, PC and DirectLiNGAM on the same data (skipped
+    without causal-learn)."""
+
+    params = [6, 10]
+    param_names = ["n_nodes"]
+    timeout = 900
+    number = 1
+    repeat = 1
+
+    def setup(self, n_nodes):
         require("causallearn")
+        self.X = _data(n_nodes, 0)[0]
+
+    def time_fit_ges(self, n_nodes):
         from sklearn_cispa.report import run_ges
 
         run_ges(self.X)
 
     def time_fit_pc(self, n_nodes):
-        require("causallearn")
         from sklearn_cispa.report import run_pc
 
         run_pc(self.X)
 
     def time_fit_directlingam(self, n_nodes):
-        require("lingam")
         from sklearn_cispa.report import run_lingam
 
         run_lingam(self.X)
@@ -170,9 +199,60 @@ class LocalScore:
         self.X = _data(6, 0, n_samples=n_samples)[0]
 
     def time_local_score(self, n_samples, n_parents):
+        # private on purpose (listed in tests/test_report.py): the discoverer's inner
+        # step, with its k sweep; MixtureOfLinearRegressions fits every k and needs a
+        # regressor, so it is not the same work
         from sklearn_cispa.causal._causal_mixture import _local_score_task
 
         _local_score_task(self.X, 5, tuple(range(n_parents)), 5, 3, 200, SEED)
+
+
+class SearchRound:
+    """Time of the local scores of one search round (every node alone and with every
+    single parent: N + N (N - 1) scores, N = 10, n = 1000), computed one at a time and
+    as the discoverer computes them (the EM runs of the round batched), and the ratio of
+    the two measured in one run."""
+
+    timeout = 900
+    number = 1
+    repeat = 1
+
+    def setup(self):
+        from sklearn_cispa.causal._causal_mixture import _local_scores_task
+
+        self.X = _data(10, 0, n_samples=1000 if FULL else 300)[0]
+        n = self.X.shape[1]
+        self.items = [(j, (), ()) for j in range(n)]
+        self.items += [(j, (i,), ()) for j in range(n) for i in range(n) if i != j]
+        self.params = (5, 3, 200, SEED) if FULL else (3, 1, 200, SEED)
+        self.batched = _local_scores_task
+
+    def _one_at_a_time(self):
+        for item in self.items:
+            self.batched(self.X, [item], *self.params)
+
+    def _batched(self):
+        for i in range(0, len(self.items), 16):
+            self.batched(self.X, self.items[i : i + 16], *self.params)
+
+    def time_one_at_a_time(self):
+        self._one_at_a_time()
+
+    def time_batched(self):
+        self._batched()
+
+    def track_speedup_batched(self):
+        return _cpu_time(self._one_at_a_time) / _cpu_time(self._batched)
+
+    track_speedup_batched.unit = "ratio"
+
+
+def _cpu_time(fn):
+    import time
+
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
 
 
 def _time(fn):
@@ -187,7 +267,8 @@ class _ScalingBase:
     """Fit time of the discoverer beside causal-learn GES and PC on the same data, and
     the ratio discoverer / GES measured in one run (so that a regression shows whatever
     the machine). The discoverer runs with its defaults in full runs and with
-    ``max_components=3, n_init=1`` in quick runs."""
+    ``max_components=3, n_init=1`` in quick runs; the peers' benchmarks skip without
+    causal-learn."""
 
     timeout = 3600
     number = 1
@@ -210,14 +291,17 @@ class _ScalingBase:
         run_pc(self.X)
 
     def _ratio(self, peer):
-        require("causallearn")
         return _time(self._cmm) / _time(peer)
+
+
+NODE_GRID = [5, 10, 20, 30] if FULL else [5]
+SAMPLE_GRID = [500, 2000, 5000, 20000] if FULL else [500]
 
 
 class ScalingNodes(_ScalingBase):
     """Time against the number of nodes N (n = 1000): N = 5..30 in full runs."""
 
-    params = [5, 10, 20, 30] if FULL else [5]
+    params = NODE_GRID
     param_names = ["n_nodes"]
 
     def setup(self, n_nodes):
@@ -226,12 +310,21 @@ class ScalingNodes(_ScalingBase):
     def time_fit_cmm(self, n_nodes):
         self._cmm()
 
-    def time_fit_ges(self, n_nodes):
+
+class ScalingNodesPeers(_ScalingBase):
+    """GES and PC against N, and the ratio discoverer / GES (needs causal-learn)."""
+
+    params = NODE_GRID
+    param_names = ["n_nodes"]
+
+    def setup(self, n_nodes):
         require("causallearn")
+        self._setup(n_nodes, 1000 if FULL else 300)
+
+    def time_fit_ges(self, n_nodes):
         self._ges()
 
     def time_fit_pc(self, n_nodes):
-        require("causallearn")
         self._pc()
 
     def track_ratio_cmm_over_ges(self, n_nodes):
@@ -243,7 +336,7 @@ class ScalingNodes(_ScalingBase):
 class ScalingSamples(_ScalingBase):
     """Time against the number of samples n (N = 5): n = 500..20,000 in full runs."""
 
-    params = [500, 2000, 5000, 20000] if FULL else [500]
+    params = SAMPLE_GRID
     param_names = ["n_samples"]
 
     def setup(self, n_samples):
@@ -252,12 +345,21 @@ class ScalingSamples(_ScalingBase):
     def time_fit_cmm(self, n_samples):
         self._cmm()
 
-    def time_fit_ges(self, n_samples):
+
+class ScalingSamplesPeers(_ScalingBase):
+    """GES and PC against n, and the ratio discoverer / GES (needs causal-learn)."""
+
+    params = SAMPLE_GRID
+    param_names = ["n_samples"]
+
+    def setup(self, n_samples):
         require("causallearn")
+        self._setup(5, n_samples)
+
+    def time_fit_ges(self, n_samples):
         self._ges()
 
     def time_fit_pc(self, n_samples):
-        require("causallearn")
         self._pc()
 
     def track_ratio_cmm_over_ges(self, n_samples):
@@ -292,19 +394,28 @@ class GoldenDemo:
         est = CausalMixtureDiscoverer(random_state=SEED).fit(self.X)
         return edge_f1(est.adjacency_, self.adj)
 
-    def track_f1_ges(self):
+    track_f1_cmm.unit = "score"
+
+
+class GoldenDemoPeers:
+    """causal-learn's GES and DirectLiNGAM on the demo file (needs causal-learn)."""
+
+    def setup(self):
         require("causallearn")
+        from sklearn_cispa.datasets import load_cmm_demo
+
+        self.X, self.adj = load_cmm_demo()
+
+    def track_f1_ges(self):
         from sklearn_cispa.report import edge_f1, run_ges
 
         return edge_f1(run_ges(self.X), self.adj)
 
     def track_f1_directlingam(self):
-        require("lingam")
         from sklearn_cispa.report import edge_f1, run_lingam
 
         return edge_f1(run_lingam(self.X, SEED), self.adj)
 
-    track_f1_cmm.unit = "score"
     track_f1_ges.unit = "score"
     track_f1_directlingam.unit = "score"
 

@@ -88,80 +88,107 @@ def _residual_partition(Z, y, k):
     return ranks * k // n
 
 
-def _em_batch(Z, y, starts, n_components, max_iter, var_floor, moments=None):
-    """EM runs from the given hard partitions, all at once.
+def _em_many(problems, max_iter, var_floor):
+    """EM runs of many regressions at once, from given hard partitions.
 
-    ``starts`` is a list of integer partitions of the rows and ``n_components`` the
-    number of starting components of each run. The runs are vectorised: the
-    responsibilities are one ``(n_runs, K, n)`` array (``K = max(n_components)``),
-    components that a run does not have (or has dropped below the minimum prior) are
-    masked, and a run leaves the batch as soon as its log-likelihood changes by less
-    than ``REL_TOL`` relative, so every run follows exactly the iterations it would
-    follow alone.
+    ``problems`` is a list of ``(Z, y, starts, n_components)``, every ``Z`` with the same
+    shape ``(n, d)``: the design and target of one regression, the integer partitions of
+    the rows that start its runs and the number of starting components of each run. The
+    runs with the same number of starting components, across all problems, are one
+    vectorised batch: the responsibilities are one ``(n_runs, k, n)`` array, every run
+    carries its own moments ``(z z^T, z y)`` and design, components that a run has
+    dropped below the minimum prior are masked, and a run leaves the batch as soon as
+    its log-likelihood changes by less than ``REL_TOL`` relative (or at ``max_iter``).
 
-    Returns one dict per run with ``ll``, ``B``, ``s2``, ``pi`` (active components only,
-    in their starting order) and ``n_iter``.
+    Every run's arithmetic is its own (stacked matrix products of one run's shapes,
+    row-wise reductions), so a run follows the same iterations whatever else is in the
+    batch.
+
+    Returns, per problem, one dict per run with ``ll``, ``B``, ``s2``, ``pi`` (active
+    components only, in their starting order) and ``n_iter``.
     """
-    n, d = Z.shape
-    ZZ, Zy = _moments(Z, y) if moments is None else moments
-    m, K = len(starts), max(n_components)
-    R = np.zeros((m, K, n))
-    active = np.zeros((m, K), dtype=bool)
+    n, d = problems[0][0].shape
+    iu, ju = np.triu_indices(d)
+    W, ZY, batches = [], [], {}
+    for t, (Z, y, starts, n_components) in enumerate(problems):
+        W.append(np.hstack([Z[:, iu] * Z[:, ju], Z * y[:, None], (y * y)[:, None]]))
+        ZY.append(np.vstack([Z.T, y[None, :]]))
+        for r, (part, k) in enumerate(zip(starts, n_components)):
+            batches.setdefault(k, []).append((t, r, np.asarray(part)))
+    W, ZY = np.stack(W), np.stack(ZY)
+    out = [[None] * len(p[2]) for p in problems]
     rows = np.arange(n)
-    for r, (part, k) in enumerate(zip(starts, n_components)):
-        R[r, np.asarray(part), rows] = 1.0
-        active[r, :k] = True
+    for k, members in batches.items():
+        tid = np.array([t for t, _, _ in members])
+        R = np.zeros((len(members), k, n))
+        for i, (_, _, part) in enumerate(members):
+            R[i, part, rows] = 1.0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            res = _em_loop(W[tid], ZY[tid], R, max_iter, var_floor, (iu, ju))
+        for (t, r, _), fit in zip(members, res):
+            out[t][r] = fit
+    return out
+
+
+def _em_loop(W, ZY, R, max_iter, var_floor, tri):
+    """The iterations of :func:`_em_many` (divisions by empty components are masked).
+
+    ``W`` holds every run's row moments ``(z z^T upper triangle, z y, y^2)`` as
+    ``(m, n, q)``, ``ZY`` its design and target stacked as ``(m, d + 1, n)``, ``R`` the
+    starting responsibilities ``(m, k, n)``. The weighted residual sum of squares of a
+    component comes from its moments, ``sum r y^2 - 2 b^T sum r z y + b^T G b``, and
+    the E-step is one product of the scaled coefficients ``[b, -1] / sqrt(2 s2)`` with
+    ``[Z^T; y]``, squared: the only passes over the ``(m, k, n)`` arrays are the ones
+    the responsibilities need.
+    """
+    m, K, n = R.shape
+    d = ZY.shape[1] - 1
+    iu, ju = tri
+    n_tri = len(iu)
     eye = np.eye(d)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye)
-
-
-def _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye):
-    """The iterations of :func:`_em_batch` (divisions by empty components are masked)."""
-    n, d = Z.shape
-    ZT = np.ascontiguousarray(Z.T)
-    m, K = active.shape
     runs = np.arange(m)  # original index of every run still in the batch
+    active = np.ones((m, K), dtype=bool)
     ll_old = np.full(m, -np.inf)
     results = [None] * m
-    all_active = bool(active.all())
+    G = np.empty((m * K, d, d))
+    Ba = np.full((m, K, d + 1), -1.0)  # [B, -1] @ [Z^T; y] is the residual
     for n_iter in range(1, max_iter + 1):
         mr = len(runs)
-        # M-step; components below the minimum prior are dropped first
-        Nk = R.sum(axis=2)
+        # M-step: the weighted moments, one run at a time; their first column is the
+        # component's weight (the intercept squared); components below the minimum
+        # prior are dropped first
+        S = np.matmul(R, W)
+        Nk = S[:, :, 0].copy()
         keep = active & (Nk / n >= MIN_PRIOR)
         none = ~keep.any(axis=1)
         if none.any():
             masked = np.where(active, Nk, -np.inf)
             keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
         if (keep != active).any():
-            active = keep
-            R *= active[:, :, None]
-            all_active = False
-        if not all_active:
-            Nk = np.where(active, Nk, 0.0)
+            R *= keep[:, :, None]
+            S *= keep[:, :, None]
+        active = keep
+        Nk = np.where(active, Nk, 0.0)
         pi = Nk / Nk.sum(axis=1, keepdims=True)
-        R2 = R.reshape(mr * K, n)
-        G = (R2 @ ZZ).reshape(mr * K, d, d)
-        b = R2 @ Zy
+        S = S.reshape(mr * K, -1)
+        G = G[: mr * K]
+        G[:, iu, ju] = S[:, :n_tri]
+        G[:, ju, iu] = S[:, :n_tri]
         scale = np.trace(G, axis1=1, axis2=2) / d
-        G += (1e-10 * scale + 1e-300)[:, None, None] * eye
-        B = np.linalg.solve(G, b[:, :, None])[:, :, 0]  # (mr * K, d)
-        res2 = B @ ZT
-        res2 -= y
-        res2 *= res2  # (mr * K, n)
-        s2 = np.maximum(np.einsum("ij,ij->i", R2, res2) / Nk.ravel(), var_floor)
-        if all_active:
-            log_pi = np.log(pi.ravel())
-        else:
-            act = active.ravel()
-            s2 = np.where(act, s2, 1.0)
-            log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
+        b = S[:, n_tri : n_tri + d]
+        ridge = (1e-10 * scale + 1e-300)[:, None, None] * eye
+        B = np.linalg.solve(G + ridge, b[:, :, None])[:, :, 0]
+        rss = S[:, -1] - 2.0 * np.einsum("ij,ij->i", B, b) + np.einsum("ij,ijk,ik->i", B, G, B)
+        act = active.ravel()
+        s2 = np.where(act, np.maximum(rss / Nk.ravel(), var_floor), 1.0)
+        log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
         # E-step: log pi_c + log N(y; mean_c, s2_c), normalised over the components
-        logp = res2
-        logp *= (-0.5 / s2)[:, None]
-        logp += (log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, None]
-        logp = logp.reshape(mr, K, n)
+        c = np.sqrt(0.5 / s2)
+        Ba = Ba[:mr]
+        Ba[:, :, :d] = B.reshape(mr, K, d)
+        logp = np.matmul(Ba * c.reshape(mr, K, 1), ZY)
+        logp *= logp
+        np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2))).reshape(mr, K, 1), logp, out=logp)
         mx = logp.max(axis=1)
         logp -= mx[:, None, :]
         R = np.exp(logp, out=logp)
@@ -171,25 +198,24 @@ def _em_loop(Z, y, ZZ, Zy, R, active, max_iter, var_floor, eye):
         done = np.abs(ll - ll_old) <= REL_TOL * np.abs(ll)
         if n_iter == max_iter:
             done[:] = True
-        if done.any():
-            B3 = B.reshape(mr, K, d)
-            s22 = s2.reshape(mr, K)
-            for i in np.flatnonzero(done):
-                a = active[i]
-                results[runs[i]] = {
-                    "ll": float(ll[i]),
-                    "B": B3[i, a],
-                    "s2": s22[i, a],
-                    "pi": pi[i, a],
-                    "n_iter": n_iter,
-                }
-            stay = ~done
-            if not stay.any():
-                break
-            runs, active, ll_old = runs[stay], active[stay], ll[stay]
-            R = R[stay]
-        else:
-            ll_old = ll
+        ll_old = ll
+        if not done.any():
+            continue
+        s22 = s2.reshape(mr, K)
+        for i in np.flatnonzero(done):
+            a = active[i]
+            results[runs[i]] = {
+                "ll": float(ll[i]),
+                "B": Ba[i, a, :d].copy(),
+                "s2": s22[i, a],
+                "pi": pi[i, a],
+                "n_iter": n_iter,
+            }
+        stay = ~done
+        if not stay.any():
+            break
+        runs, active, ll_old = runs[stay], active[stay], ll_old[stay]
+        R, W, ZY = R[stay], W[stay], ZY[stay]
     return results
 
 
@@ -206,36 +232,52 @@ def _finish(fit, n, d):
     return fit
 
 
-def fit_mixtures(Z, y, ks, *, n_init, max_iter, entropy, var_floor):
-    """Best of ``n_init`` EM runs for every k of ``ks``, all runs in one batch.
+def _starts(Z, y, ks, n_init, entropy):
+    """Starting partitions of the EM runs of every k of ``ks`` (``n_init`` each).
 
-    ``entropy`` (a tuple of non-negative ints) seeds every run: run ``r`` of ``k`` uses
-    ``numpy.random.default_rng([*entropy, k, r])``, so a fit depends only on its key.
-    Run 0 starts from the OLS-residual-rank partition, the others from uniformly random
-    partitions. Returns ``{k: fit}``.
+    Run ``r`` of ``k`` uses ``numpy.random.default_rng([*entropy, k, r])``, so a fit
+    depends only on its key; run 0 starts from the OLS-residual-rank partition, the
+    others from uniformly random partitions.
     """
-    n, d = Z.shape
-    fits = {}
-    if 1 in ks:
-        fits[1] = _finish(_ols_fit(Z, y, var_floor), n, d)
-    em_ks = [k for k in ks if k > 1]
-    if not em_ks:
-        return fits
+    n = Z.shape[0]
     starts, n_comp = [], []
-    for k in em_ks:
+    for k in ks:
         starts.append(_residual_partition(Z, y, k))
         starts += [
             np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
         ]
         n_comp += [k] * n_init
-    runs = _em_batch(Z, y, starts, n_comp, max_iter, var_floor)
-    for i, k in enumerate(em_ks):
-        best = None
-        for cand in runs[i * n_init : (i + 1) * n_init]:
-            if best is None or cand["ll"] > best["ll"]:
-                best = cand
-        fits[k] = _finish(best, n, d)
-    return fits
+    return starts, n_comp
+
+
+def _fit_many(jobs, *, n_init, max_iter, var_floor):
+    """Best of ``n_init`` EM runs for every k of every job, all EM runs batched.
+
+    ``jobs`` is a list of ``(Z, y, ks, entropy)`` (``entropy``, a tuple of non-negative
+    ints, seeds the runs; see :func:`_starts`). Jobs with designs of the same shape share
+    one EM batch. Returns one ``{k: fit}`` per job.
+    """
+    out = [{} for _ in jobs]
+    groups = {}
+    for j, (Z, y, ks, entropy) in enumerate(jobs):
+        n, d = Z.shape
+        if 1 in ks:
+            out[j][1] = _finish(_ols_fit(Z, y, var_floor), n, d)
+        em_ks = [k for k in ks if k > 1]
+        if em_ks:
+            starts, n_comp = _starts(Z, y, em_ks, n_init, entropy)
+            groups.setdefault(Z.shape, []).append((j, em_ks, (Z, y, starts, n_comp)))
+    for members in groups.values():
+        runs = _em_many([p for _, _, p in members], max_iter, var_floor)
+        for (j, em_ks, (Z, _, _, _)), job_runs in zip(members, runs):
+            n, d = Z.shape
+            for i, k in enumerate(em_ks):
+                best = None
+                for cand in job_runs[i * n_init : (i + 1) * n_init]:
+                    if best is None or cand["ll"] > best["ll"]:
+                        best = cand
+                out[j][k] = _finish(best, n, d)
+    return out
 
 
 def _scale_columns(A):
@@ -290,6 +332,70 @@ def _unstandardise(fit, stats, n):
     return out
 
 
+def _sweep(ks, fits, patience):
+    """Walk ``ks`` in increasing order over the fits so far.
+
+    Returns ``(k, None)`` with the first k that the sweep needs and has no fit yet, or
+    ``(None, best)`` once the sweep has ended (every k tried, or ``patience`` k in a row
+    without a lower BIC); ties keep the smaller k.
+    """
+    best, stale = None, 0
+    for k in ks:
+        if k not in fits:
+            return k, None
+        if best is None or fits[k]["bic"] < best["bic"]:
+            best, stale = fits[k], 0
+        else:
+            stale += 1
+            if patience is not None and stale >= patience:
+                break
+    return None, best
+
+
+def fit_mixture_bic_many(problems, *, n_init, max_iter, patience=None):
+    """:func:`fit_mixture_bic` for many regressions, their EM runs batched.
+
+    ``problems`` is a list of ``(X, y, k_range, entropy)``. The sweeps advance together:
+    every round fits, for every problem, the k its sweep needs next, and the EM runs of a
+    round form one batch per design shape (:func:`_em_many`). Each result is the one
+    :func:`fit_mixture_bic` gives for that problem alone. Returns a list of
+    ``(fit, bics)``.
+    """
+    var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
+    prep, fits, todo = [], [], []
+    for X, y, k_range, entropy in problems:
+        Xs, ys, stats = _standardise(X, y)
+        ks = sorted(k_range)
+        prep.append((with_intercept(Xs), ys, stats, ks, entropy))
+        fits.append({})
+        # k = 1 is closed form; the next ``patience`` values of k are always fitted, so
+        # they run in the first round; further k one at a time, while the BIC improves
+        todo.append(ks if patience is None else ks[: 1 + patience])
+    pending = list(range(len(problems)))
+    while pending:
+        jobs = [(prep[i][0], prep[i][1], todo[i], prep[i][4]) for i in pending]
+        for i, new in zip(
+            pending, _fit_many(jobs, n_init=n_init, max_iter=max_iter, var_floor=var_floor)
+        ):
+            fits[i].update(new)
+        still = []
+        for i in pending:
+            k, _ = _sweep(prep[i][3], fits[i], patience)
+            if k is not None:
+                todo[i] = [k]
+                still.append(i)
+        pending = still
+    out = []
+    for (Z, _, stats, ks, _), f in zip(prep, fits):
+        n = Z.shape[0]
+        _, best = _sweep(ks, f, patience)
+        bics = np.full(max(ks), np.nan)
+        for k, fit in f.items():  # every k fitted is one the sweep visited
+            bics[k - 1] = fit["bic"]
+        out.append((_unstandardise(best, stats, n), bics + 2.0 * n * np.log(stats[3])))
+    return out
+
+
 def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, patience=None):
     """Fit every k of ``k_range`` in increasing order and keep the fit of minimum BIC
     (ties: smallest k).
@@ -304,32 +410,10 @@ def fit_mixture_bic(X, y, *, k_range, n_init, max_iter, entropy, patience=None):
     ``bic``, ``k``, ``n_iter``. Also returns the BIC of every k tried, in the caller's
     units (NaN for k not tried).
     """
-    n, p = X.shape
-    Xs, ys, stats = _standardise(X, y)
-    Z = with_intercept(Xs)
-    var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
-    bics = np.full(max(k_range), np.nan)
-    ks = sorted(k_range)
-    # k = 1 is closed form; the next ``patience`` values of k are always fitted, so they
-    # run as one EM batch; further k one at a time, while the BIC still improves
-    first = len(ks) if patience is None else min(len(ks), 1 + patience)
-    kw = {"n_init": n_init, "max_iter": max_iter, "entropy": entropy, "var_floor": var_floor}
-    fits = fit_mixtures(Z, ys, ks[:first], **kw)
-    best = None
-    stale = 0
-    for i, k in enumerate(ks):
-        if k not in fits:
-            fits.update(fit_mixtures(Z, ys, [k], **kw))
-        fit = fits[k]
-        bics[k - 1] = fit["bic"]
-        if best is None or fit["bic"] < best["bic"]:
-            best, stale = fit, 0
-        else:
-            stale += 1
-            if patience is not None and stale >= patience:
-                break
-    best = _unstandardise(best, stats, n)
-    return best, bics + 2.0 * n * np.log(stats[3])
+    ((fit, bics),) = fit_mixture_bic_many(
+        [(X, y, k_range, entropy)], n_init=n_init, max_iter=max_iter, patience=patience
+    )
+    return fit, bics
 
 
 def k_range_bic(n_samples, n_features, max_components):
