@@ -74,14 +74,17 @@ class SignIn(nn.Module):
     Conventions for ``beta``. Here ``beta`` is the conserved quantity
     :math:`m^2 - w^2` itself, which makes the split and the reset exact; the induced
     flow is :math:`\dot\theta = -\sqrt{\beta^2 + 4\theta^2}\,\nabla_\theta L`.
-    The mirror-flow papers of the same group write the inverse metric of
-    :math:`m \odot w` as :math:`\sqrt{\theta^2 + \gamma^2}`, which is this flow with
-    :math:`\gamma = \beta / 2` (and time scaled by 2); a third-party summary of the
-    Sign-In paper writes :math:`\sqrt{\theta^2 + \beta'}`, i.e.
-    :math:`\beta' = \beta^2 / 4`. To use a value quoted in the form
-    :math:`\sqrt{\theta^2 + \gamma^2}` pass ``beta = 2 * gamma``; in the form
-    :math:`\sqrt{\theta^2 + \beta'}` pass ``beta = 2 * sqrt(beta')``. (The Sign-In
-    paper's own method section could not be checked for this release.)
+    This is the paper's definition: a summary of the NeurIPS 2025 version defines the
+    inner scaling by :math:`m^2 - w^2 = \beta \mathbf{1}` and resets it to
+    :math:`\beta = 1`, so a ``beta`` copied from the paper means the same thing here.
+    The same summary writes the induced flow as :math:`\sqrt{\theta^2 + \beta}`,
+    which does not follow from that definition (gradient flow on ``m`` and ``w`` gives
+    :math:`m^2 + w^2 = \sqrt{\beta^2 + 4\theta^2}`); a value quoted for a flow of
+    that form, :math:`\sqrt{\theta^2 + \beta'}`, is ``beta = 2 * sqrt(beta')``, and
+    one quoted as the :math:`\gamma` of the mirror-flow papers' inverse metric
+    :math:`\sqrt{\theta^2 + \gamma^2}` is ``beta = 2 * gamma`` (time scaled by 2).
+    (The paper's own method section could not be read for this release; the reset
+    to ``beta = 1`` and the definition come from that summary.)
     Parametrized modules cannot be pickled: call :func:`merge_sign_in` after training.
 
     References
