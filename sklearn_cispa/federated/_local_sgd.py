@@ -7,9 +7,11 @@ the same gradient budget at the shared iterate and takes one step per round.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d, validate_data
@@ -19,9 +21,14 @@ from sklearn_cispa.federated._engine import (
     SimulateReducer,
     TorchReducer,
     machine_stream,
+    relative_objective_gap,
     run_local_sgd,
 )
 from sklearn_cispa.utils import spawn_seeds
+
+# share of the intercept-only model's objective gap left after the last round above which
+# fit warns (see relative_objective_gap)
+_GAP_WARNING = 0.1
 
 
 def _torch_group():
@@ -186,6 +193,18 @@ class _BaseLocalSGD(BaseEstimator):
             verbose=self.verbose,
             name=type(self).__name__,
         )
+        if dist is None and np.all(np.isfinite(loss_curve)):
+            gap = relative_objective_gap(machines, theta0, theta, self.fit_intercept)
+            if gap > _GAP_WARNING:
+                warnings.warn(
+                    f"{type(self).__name__} did not converge: after {self.rounds} rounds the "
+                    f"objective is still {gap:.0%} of the intercept-only model's gap above "
+                    "its minimum, so the model is far from the optimum. Standardise the features "
+                    "(a StandardScaler in a Pipeline: an offset or units far from 1 make "
+                    "gradient steps slow), or increase rounds or local_steps.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
         self.machines_ = labels
         self.n_machines_ = len(labels)
         self.step_size_ = eta
@@ -316,7 +335,13 @@ _NOTES_DOC = """
     ``gradient_noise`` (``sigma^2 I`` added to every stochastic gradient) is the
     library's choice. When the averaged loss becomes non-finite a
     ``ConvergenceWarning`` is raised, the run stops and the last finite averaged model
-    is kept. Full-batch deterministic least squares computes the K local steps of a
+    is kept. Gradient steps are not invariant to the units of the features: after the
+    last round ``fit`` compares the objective with its minimum (exact for least squares,
+    L-BFGS in standardised columns for the logistic losses) and raises a
+    ``ConvergenceWarning`` when more than 10% of the intercept-only model's excess is
+    left (measured on diabetes: features in units of 1e3 or offset by 1e3 leave 615% and
+    100%, raw breast-cancer features 56%, standardised features 0-7%). Standardise
+    the features (a ``StandardScaler`` in a ``Pipeline``) or increase ``rounds``. Full-batch deterministic least squares computes the K local steps of a
     round as one affine map (the same iterates up to rounding).
 """
 
