@@ -18,7 +18,7 @@ The three panels show:
 
 - left: the number of units kept per canary, the exact smallest number of units whose
   zeroing stops the extraction (computed from the weights of this one-hidden-layer
-  model by :func:`sklearn_cispa.report.minimal_zero_set`), and the held-out perplexity
+  model by ``sklearn_cispa.report.minimal_zero_set``), and the held-out perplexity
   change when the kept units are switched off;
 - middle: the z-scores of one canary, with the selected units highlighted;
 - right: the extraction rate of all canaries when the located units are scaled by a
