@@ -16,8 +16,10 @@ and prunes that set greedily.
 
 The three panels show:
 
-- left: the number of units kept per canary, next to the held-out perplexity change
-  when they are switched off;
+- left: the number of units kept per canary, the exact smallest number of units whose
+  zeroing stops the extraction (computed from the weights of this one-hidden-layer
+  model by ``sklearn_cispa.report.minimal_zero_set``), and the held-out perplexity
+  change when the kept units are switched off;
 - middle: the z-scores of one canary, with the selected units highlighted;
 - right: the extraction rate of all canaries when the located units are scaled by a
   factor between 0 and 1, and the same for a matched random set of units.
@@ -33,6 +35,7 @@ from sklearn_cispa.memorization import (
     extraction_rate,
     make_canary_corpus,
 )
+from sklearn_cispa.report import minimal_zero_set
 
 torch.set_num_threads(1)
 
@@ -55,16 +58,17 @@ loc = CriticalNeuronLocator(lm.module_, random_state=0).fit(X_ref)
 results = loc.localize([lm.encode(p) for p, _ in canaries], [lm.encode(s) for _, s in canaries])
 
 base = lm.perplexity(heldout)
-names, units, ppl = [], [], []
+names, units, minimum, ppl = [], [], [], []
 for (prefix, secret), res in zip(canaries, results, strict=True):
     with loc.deactivate(res["neurons"]):
         change = 100 * (lm.perplexity(heldout) / base - 1)
         after = lm.complete(prefix, len(secret))
     names.append(prefix.split(" ")[0])
     units.append(len(res["neurons"]))
+    minimum.append(minimal_zero_set(lm, prefix, secret)[0])
     ppl.append(change)
-    print(f"{prefix}{secret}: {len(res['neurons'])} units, writes {after!r} when off, "
-          f"perplexity {change:+.1f}%")
+    print(f"{prefix}{secret}: {len(res['neurons'])} units (smallest possible "
+          f"{minimum[-1]}), writes {after!r} when off, perplexity {change:+.1f}%")
 
 # %%
 # Extraction against the scale of the located units, and a matched random control
@@ -84,12 +88,17 @@ assert extraction_rate(lm, canaries) == 1.0
 # ----
 fig, axes = plt.subplots(1, 3, figsize=(14, 4))
 x = np.arange(len(names))
-axes[0].bar(x - 0.2, units, 0.4, label="units kept")
+axes[0].bar(x - 0.3, units, 0.3, label="units kept")
+axes[0].bar(x, minimum, 0.3, color="tab:green", label="smallest possible")
 twin = axes[0].twinx()
-twin.bar(x + 0.2, ppl, 0.4, color="tab:orange", label="perplexity change (%)")
+twin.bar(x + 0.3, ppl, 0.3, color="tab:orange", label="perplexity change (%)")
 axes[0].set_xticks(x, names)
-axes[0].set_ylabel("units kept")
+axes[0].set_ylabel("units")
+axes[0].set_ylim(0, 1.4 * max(units))
+twin.set_ylim(0, 1.4 * max(max(ppl), 1e-3))
 twin.set_ylabel("held-out perplexity change (%)", color="tab:orange")
+handles = [*axes[0].get_legend_handles_labels()[0], *twin.get_legend_handles_labels()[0]]
+twin.legend(handles, [h.get_label() for h in handles], fontsize=7, loc="upper left", ncol=2)
 axes[0].set_title("per canary")
 
 z = results[0]["z"]["act"]

@@ -5,7 +5,9 @@ One character model is trained on the planted-canary corpus in ``setup_cache`` (
 setting of the report row's quick mode). No package localises memorisation neurons, so
 the peers are in-library baselines after Chang et al. (activation ranking) and a matched
 random zero-out; ``track_*`` record, per method, the fraction of canaries whose greedy
-extraction stops, the held-out perplexity change and the retention of the other canaries.
+extraction stops, the held-out perplexity change and the retention of the other canaries,
+and the exact smallest zeroing set (``report.minimal_zero_set``) as the floor of the unit
+count.
 """
 
 import numpy as np
@@ -60,6 +62,17 @@ class CanaryLocalisation:
 
     track_units_per_canary.unit = "units"
 
+    def track_exact_minimum_units_per_canary(self, cache):
+        # the smallest zeroing set that stops extraction (report.minimal_zero_set)
+        return float(np.mean([r["min_units"] for r in self._rows()]))
+
+    track_exact_minimum_units_per_canary.unit = "units"
+
+    def track_units_over_exact_minimum(self, cache):
+        return float(np.mean([r["units"] / r["min_units"] for r in self._rows()]))
+
+    track_units_over_exact_minimum.unit = "ratio"
+
     def track_stopped_locator(self, cache):
         return float(np.mean([not r["extracted_after"] for r in self._rows()]))
 
@@ -84,6 +97,16 @@ class CanaryLocalisation:
         return float(100 * np.mean([r["act_rank_ppl_change"] for r in self._rows()]))
 
     track_ppl_change_activation_ranking.unit = "%"
+
+    def track_ppl_change_random_zero_out(self, cache):
+        return float(100 * np.mean([r["control_ppl_change"] for r in self._rows()]))
+
+    track_ppl_change_random_zero_out.unit = "%"
+
+    def track_ppl_change_exact_minimum(self, cache):
+        return float(100 * np.mean([r["min_set_ppl_change"] for r in self._rows()]))
+
+    track_ppl_change_exact_minimum.unit = "%"
 
     def track_others_kept_locator(self, cache):
         return float(np.nanmean([r["others_kept"] for r in self._rows()]))

@@ -64,6 +64,7 @@ _HELPERS = {
     "activation_ranking": "_neurons_eval",
     "canary_benchmark": "_neurons_eval",
     "canary_ci_setting": "_neurons_eval",
+    "minimal_zero_set": "_neurons_eval",
     "reference_ids": "_neurons_eval",
     "train_canary_model": "_neurons_eval",
     # seed-to-seed statistics of the rows

@@ -50,19 +50,43 @@ def test_other_canaries_retained(bench):
     assert np.nanmean(kept) >= 0.7
 
 
+def test_located_sets_against_the_exact_minimum(bench):
+    _, _, _, out = bench
+    rows = [r for r in out["rows"] if r["localized"]]
+    for r in rows:
+        # independent oracle (minimal_zero_set, checked against brute force): no zeroing
+        # set smaller than min_units stops extraction, and the minimal set does stop it
+        assert r["units"] >= r["min_units"]
+        assert not r["min_set_extracted_after"]
+    # regression guard from our own CI run (measured 1.2-1.9x the minimum): the
+    # single-removal-minimal refinement stays within 2.5x of the smallest possible set
+    assert all(r["units"] <= 2.5 * r["min_units"] for r in rows)
+
+
 def test_set_sizes_and_perplexity_regression_guard(bench):
     _, _, _, out = bench
     rows = [r for r in out["rows"] if r["localized"]]
-    # regression guard from our own CI run (measured 16-39 units, +3..+24% perplexity):
-    # the spec's <= 8 units and < 5% are NOT met by this model (see the xfail below)
+    # regression guard from our own CI run (measured 26-42 units, +3..+13% perplexity;
+    # the same number of random units costs +3..+7%): the spec's <= 8 units and < 5%
+    # are NOT met by this model (see the xfail and the next test)
     assert all(1 <= r["units"] <= 60 for r in rows)
     assert np.mean([r["ppl_change"] for r in rows]) < 0.30
 
 
+def test_spec_unit_budget_is_below_the_exact_minimum(bench):
+    _, _, _, out = bench
+    rows = [r for r in out["rows"] if r["memorized"]]
+    # documents why the xfail below holds: for this model no set of <= 8 hidden units
+    # stops extraction of any canary (exact minimum measured 17-22 of 256 units), so
+    # no localisation method that zeroes units can meet the spec's budget here
+    assert min(r["min_units"] for r in rows) > 8
+
+
 @pytest.mark.xfail(strict=True, reason=(
-    "spec section 7 expects <= 8 units and < 5% perplexity change; on our generated "
-    "corpus the trained character MLP stores each canary in ~15-40 units (measured), so "
-    "the located sets are larger and cost more perplexity than in the spec's run"
+    "spec section 7 expects <= 8 units and < 5% perplexity change; for the character "
+    "MLP trained on our generated corpus the exact smallest set of units whose zeroing "
+    "stops extraction has 17-22 of 256 units (its dense hidden code spreads each canary "
+    "over ~7-9% of the units), so no zeroing set can have <= 8 units"
 ))
 def test_spec_small_sets_and_small_perplexity_cost(bench):
     _, _, _, out = bench
