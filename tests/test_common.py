@@ -448,6 +448,8 @@ ROBUSTNESS = {
         "extreme_params": {
             "one_em_step": {"max_components": 4, "max_iter": 1},
             "no_pruning": {"mi_threshold": 0.0, "prune_alpha": 1.0},
+            "separation_1e6": {"min_separation": 1e6},
+            "gaussian_bic_only": {"heavy_tails": False, "min_separation": 0.0},
         },
     },
     "MixtureOfLinearRegressions": {
@@ -460,6 +462,8 @@ ROBUSTNESS = {
         "extreme_params": {
             "one_em_step_8_components": {"max_components": 8, "max_iter": 1},
             "5_components_500_steps": {"n_components": 5, "max_iter": 500},
+            "separation_1e6": {"min_separation": 1e6},
+            "gaussian_bic_only": {"heavy_tails": False, "min_separation": 0.0},
         },
     },
 

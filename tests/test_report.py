@@ -25,6 +25,7 @@ EXPECTED_ROWS = {
     "augmented_iv",
     "bitmark",
     "causal_mixture",
+    "causal_mixture_sachs",
     "local_sgd",
     "graphon",
     "lira",

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_cispa.causal._mixture_regression import (
+    MIN_SEPARATION,
     VAR_FLOOR,
     _scale_columns,
     fit_mixture_bic_many,
@@ -55,7 +56,18 @@ def _shared_split_fit(Z, y, labels):
     return -2.0 * ll + K * (d + 1) * np.log(n)
 
 
-def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed, parent_labels=()):
+def _local_score_task(
+    X,
+    node,
+    parents,
+    max_components,
+    n_init,
+    max_iter,
+    seed,
+    parent_labels=(),
+    min_separation=MIN_SEPARATION,
+    heavy_tails=True,
+):
     """Latent-aware BIC of ``node`` given ``parents``.
 
     ``parent_labels`` are the groups of the parents that are mixed on their own (their
@@ -68,12 +80,28 @@ def _local_score_task(X, node, parents, max_components, n_init, max_iter, seed, 
     decreasing weight; the parent's labels for a shared split), all zeros when k == 1.
     """
     (res,) = _local_scores_task(
-        X, [(node, parents, parent_labels)], max_components, n_init, max_iter, seed
+        X,
+        [(node, parents, parent_labels)],
+        max_components,
+        n_init,
+        max_iter,
+        seed,
+        min_separation,
+        heavy_tails,
     )
     return res
 
 
-def _local_scores_task(X, items, max_components, n_init, max_iter, seed):
+def _local_scores_task(
+    X,
+    items,
+    max_components,
+    n_init,
+    max_iter,
+    seed,
+    min_separation=MIN_SEPARATION,
+    heavy_tails=True,
+):
     """:func:`_local_score_task` for many ``(node, parents, parent_labels)`` at once
     (module level: picklable task). The EM runs of all of them are batched
     (:func:`fit_mixture_bic_many`); each result is the one it gets alone."""
@@ -86,7 +114,14 @@ def _local_scores_task(X, items, max_components, n_init, max_iter, seed):
         k_range = k_range_bic(len(y), len(parents), max_components)
         problems.append((Xp, y, k_range, entropy))
         designs.append((with_intercept(Xp), y))
-    fits = fit_mixture_bic_many(problems, n_init=n_init, max_iter=max_iter, patience=K_PATIENCE)
+    fits = fit_mixture_bic_many(
+        problems,
+        n_init=n_init,
+        max_iter=max_iter,
+        patience=K_PATIENCE,
+        min_separation=min_separation,
+        heavy_tails=heavy_tails,
+    )
     out = []
     for (Z, y), (fit, _), (_, _, parent_labels) in zip(designs, fits, items):
         bic, k = float(fit["bic"]), int(fit["k"])
@@ -108,9 +143,23 @@ SCORE_CHUNK = 16  # local scores per batched task (a fixed size: results never d
 class _ScoreCache:
     """Memoised local scores keyed by ``(node, frozenset(parents))``, filled in parallel."""
 
-    def __init__(self, X, *, max_components, n_init, max_iter, seed, n_jobs, share=False):
+    def __init__(
+        self,
+        X,
+        *,
+        max_components,
+        n_init,
+        max_iter,
+        seed,
+        n_jobs,
+        share=False,
+        min_separation=MIN_SEPARATION,
+        heavy_tails=True,
+    ):
         self.X = X
         self.share = share
+        self.min_separation = min_separation
+        self.heavy_tails = heavy_tails
         self.max_components = max_components
         self.n_init = n_init
         self.max_iter = max_iter
@@ -149,6 +198,8 @@ class _ScoreCache:
                 self.n_init,
                 self.max_iter,
                 self.seed,
+                self.min_separation,
+                self.heavy_tails,
             )
             for i in range(0, len(items), SCORE_CHUNK)
         ]
@@ -455,6 +506,16 @@ class CausalMixtureDiscoverer(BaseEstimator):
         lower BIC. It finds a mixed child whose parent already carries the split, which
         the mixture of regressions misses (see Notes). Off by default: where the search
         reverses an edge it can also mark the true parent as sharing its child's groups.
+    min_separation : float, default=0.5
+        Smallest separation of the components of a mixed local fit (the median gap
+        between two components' regression lines over the rows, in pooled noise
+        standard deviations; see :class:`MixtureOfLinearRegressions`). Fits below it do
+        not compete, so two components on one line with different noise scales (a heavy
+        tail) do not make a node mixed. 0: the paper's plain BIC choice.
+    heavy_tails : bool, default=True
+        Let one mechanism with Student-t noise compete as the ``k = 1`` local model, so
+        that heavy-tailed noise is not explained by extra components. False: Gaussian
+        components only, as in the paper.
     n_init : int, default=3
         EM restarts of every local mixture fit.
     max_iter : int, default=200
@@ -527,6 +588,16 @@ class CausalMixtureDiscoverer(BaseEstimator):
     connected components are the mixing sets, and their joint labels are the distinct rows
     of the member nodes' labels.
 
+    Heavy tails and real measurements (departures from the paper, both on by
+    default): a Gaussian BIC splits any heavy-tailed node into several components, so
+    on pooled real measurements every node looked mixed. Each local score therefore
+    lets a Student-t single mechanism compete with the Gaussian mixtures
+    (``heavy_tails``), and a mixed fit only counts when its components are separated by
+    ``min_separation`` (a scale mixture on one line is a heavy tail). On the spec's
+    generated data (N = 6, n = 500, 10 seeds) this gives mean edge F1 0.749 (unchanged)
+    and mixed-node ARI 0.669 (0.670 before); the golden demo result is unchanged.
+    Skewed positive data (log-normal) still look mixed: take logarithms first.
+
     Ordering ties go to the first candidate, within a relative tolerance of 1e-9: the
     single-mechanism (Gaussian) BIC is score equivalent, so two unmixed nodes tie exactly
     in theory, and without the tolerance rounding noise would break the tie at random.
@@ -590,6 +661,8 @@ class CausalMixtureDiscoverer(BaseEstimator):
         "mi_threshold": [Interval(numbers.Real, 0, None, closed="left")],
         "prune_alpha": [Interval(numbers.Real, 0, 1, closed="neither")],
         "share_parent_groups": ["boolean"],
+        "min_separation": [Interval(numbers.Real, 0, None, closed="left")],
+        "heavy_tails": ["boolean"],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": [numbers.Integral, None],
@@ -603,6 +676,8 @@ class CausalMixtureDiscoverer(BaseEstimator):
         mi_threshold=0.03,
         prune_alpha=0.05,
         share_parent_groups=False,
+        min_separation=MIN_SEPARATION,
+        heavy_tails=True,
         n_init=3,
         max_iter=200,
         n_jobs=None,
@@ -613,6 +688,8 @@ class CausalMixtureDiscoverer(BaseEstimator):
         self.mi_threshold = mi_threshold
         self.prune_alpha = prune_alpha
         self.share_parent_groups = share_parent_groups
+        self.min_separation = min_separation
+        self.heavy_tails = heavy_tails
         self.n_init = n_init
         self.max_iter = max_iter
         self.n_jobs = n_jobs
@@ -661,6 +738,8 @@ class CausalMixtureDiscoverer(BaseEstimator):
             seed=seed,
             n_jobs=self.n_jobs,
             share=self.share_parent_groups,
+            min_separation=self.min_separation,
+            heavy_tails=self.heavy_tails,
         )
         if self.search == "topological":
             parents, order = _topological_search(cache, n_nodes, self.prune_alpha)

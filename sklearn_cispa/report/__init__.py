@@ -35,6 +35,8 @@ _HELPERS = {
     "run_pc": "_cmm_eval",
     "run_lingam": "_cmm_eval",
     "gmm_node_labels": "_cmm_eval",
+    "skeleton_f1": "_cmm_eval",
+    "sachs_experiment": "_cmm_eval",
     # LatentBOSuffixSearch (GASP)
     "landscape_trial": "_gasp_eval",
     "hit_rates": "_gasp_eval",

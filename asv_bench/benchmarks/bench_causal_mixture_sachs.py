@@ -1,0 +1,167 @@
+"""The causal mixture paper's protein-signalling experiment (Sachs et al. 2005), issue 23.
+
+CausalMixtureDiscoverer beside causal-learn GES, PC and DirectLiNGAM on the same rows of
+:func:`sklearn_cispa.datasets.load_sachs` (conditions 1-7 pooled, log intensities),
+scored against the 18-edge consensus graph: directed-edge F1, skeleton F1 and SHD (CPDAG
+undirected edges counted in both directions); for the discoverer also the paper's
+target metric (AMI of each targeted node's labels with the indicator of its condition)
+and the number of nodes called mixed. ``RatioToGES`` times one discoverer fit against
+one GES fit on the same rows, measured in one run.
+
+The CI smoke run uses one subsample of 50 rows per condition and quick local fits
+(``max_components=3, n_init=1``); ``SKLEARN_CISPA_BENCH_FULL=1`` runs 3 subsamples of
+100 rows per condition with the defaults. Everything that needs causal-learn is in a
+``*Peers`` class that skips without it.
+"""
+
+import os
+import time
+
+import numpy as np
+
+from ._common import SEED, require
+
+FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
+SEEDS = (0, 1, 2) if FULL else (0,)
+ROWS = 100 if FULL else 50
+CMM_PARAMS = {} if FULL else {"max_components": 3, "n_init": 1}
+
+
+def _has_causallearn():
+    try:
+        require("causallearn")
+    except NotImplementedError:
+        return False
+    return True
+
+
+def _cache():
+    from sklearn_cispa.report import sachs_experiment
+
+    res = sachs_experiment(
+        seeds=SEEDS,
+        rows_per_condition=ROWS,
+        cmm_params=CMM_PARAMS,
+        with_peers=_has_causallearn(),
+        n_permutations=5,
+    )
+    out = {}
+    for key in ("f1", "skeleton_f1", "shd"):
+        for method, values in res[key].items():
+            out[f"{key}_{method}"] = float(np.mean(values))
+    out["target_ami"] = float(np.mean(res["target_ami"]))
+    out["other_ami"] = float(np.mean(res["other_ami"]))
+    out["n_mixed"] = float(np.mean([len(m) for m in res["mixed"]]))
+    return out
+
+
+class SachsCMM:
+    """The discoverer's scores on the Sachs rows."""
+
+    timeout = 1800
+    setup_cache = staticmethod(_cache)
+
+    def track_f1_cmm(self, cache):
+        return cache["f1_cmm"]
+
+    def track_skeleton_f1_cmm(self, cache):
+        return cache["skeleton_f1_cmm"]
+
+    def track_shd_cmm(self, cache):
+        return cache["shd_cmm"]
+
+    def track_target_ami_cmm(self, cache):
+        return cache["target_ami"]
+
+    def track_untargeted_ami_cmm(self, cache):
+        return cache["other_ami"]
+
+    def track_n_mixed_nodes_cmm(self, cache):
+        return cache["n_mixed"]
+
+    track_f1_cmm.unit = "score"
+    track_skeleton_f1_cmm.unit = "score"
+    track_target_ami_cmm.unit = "score"
+    track_untargeted_ami_cmm.unit = "score"
+    track_shd_cmm.unit = "edges"
+    track_n_mixed_nodes_cmm.unit = "nodes"
+
+
+class SachsPeers:
+    """GES, PC and DirectLiNGAM on the same rows (skipped without causal-learn)."""
+
+    timeout = 1800
+    setup_cache = staticmethod(_cache)
+    params = ["ges", "pc", "lingam"]
+    param_names = ["peer"]
+
+    def setup(self, cache, peer):
+        require("causallearn")
+
+    def track_f1(self, cache, peer):
+        return cache[f"f1_{peer}"]
+
+    def track_skeleton_f1(self, cache, peer):
+        return cache[f"skeleton_f1_{peer}"]
+
+    def track_shd(self, cache, peer):
+        return cache[f"shd_{peer}"]
+
+    track_f1.unit = "score"
+    track_skeleton_f1.unit = "score"
+    track_shd.unit = "edges"
+
+
+def _rows():
+    from sklearn_cispa.datasets import load_sachs
+
+    sachs = load_sachs()
+    rng = np.random.default_rng(SEED)
+    rows = np.concatenate(
+        [rng.choice(np.flatnonzero(sachs.target == c), 50, replace=False) for c in range(7)]
+    )
+    return np.log(sachs.data[rows])
+
+
+def _fit_cmm(X):
+    from sklearn_cispa.causal import CausalMixtureDiscoverer
+
+    return CausalMixtureDiscoverer(random_state=SEED, **CMM_PARAMS).fit(X)
+
+
+class SachsFitTime:
+    """One discoverer fit on 50 rows per condition (log intensities)."""
+
+    timeout = 600
+
+    def setup(self):
+        self.X = _rows()
+
+    def time_fit_cmm(self):
+        _fit_cmm(self.X)
+
+    def peakmem_fit_cmm(self):
+        _fit_cmm(self.X)
+
+
+class SachsRatioToGES:
+    """Wall time of one discoverer fit divided by one causal-learn GES fit on the same
+    rows, measured in one run (skipped without causal-learn)."""
+
+    timeout = 600
+
+    def setup(self):
+        require("causallearn")
+        self.X = _rows()
+
+    def track_time_ratio_cmm_over_ges(self):
+        from sklearn_cispa.report import run_ges
+
+        start = time.perf_counter()
+        run_ges(self.X)
+        ges = time.perf_counter() - start
+        start = time.perf_counter()
+        _fit_cmm(self.X)
+        return (time.perf_counter() - start) / ges
+
+    track_time_ratio_cmm_over_ges.unit = "ratio"
