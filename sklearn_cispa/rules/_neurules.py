@@ -301,7 +301,9 @@ def _auto_batch_rows(n_samples, n_features, n_rules, max_epochs):
     ``ceil(_AUTO_MIN_STEPS / max_epochs)`` batches per epoch, so that a fit makes
     about ``_AUTO_MIN_STEPS`` steps whatever its number of epochs, but no batch below
     ``_AUTO_MIN_ROWS`` rows (full batch for tables up to that size), and batches small
-    enough that ``rows * n_features * n_rules <= _AUTO_MAX_BLOCK``.
+    enough that ``rows * n_features * n_rules <= _AUTO_MAX_BLOCK``. In training, a
+    last batch of fewer than ``rows / 2`` rows joins the previous one (no step on a
+    small remainder).
     """
     per_epoch = math.ceil(_AUTO_MIN_STEPS / max_epochs)
     rows = max(math.ceil(n_samples / per_epoch), min(n_samples, _AUTO_MIN_ROWS))
@@ -454,8 +456,11 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         (0.698 on seed 4). Why not the paper's fixed 2048: more, smaller batches were
         less accurate on the paper's larger tables (first fold of magic, seed 42:
         0.785 with eight batches per epoch, 0.8065 with two, 0.809 full batch).
-        None trains on full batches; an int gives shuffled mini-batches of that size
-        (the last partial batch kept). The value used is ``batch_size_``.
+        With "auto" a last batch of fewer than half that size joins the previous
+        one, so no step is taken on a small remainder (2,100 rows train on one
+        batch, not on 2048 and 52). None trains on full batches; an int gives
+        shuffled mini-batches of that size (the last partial batch kept). The value
+        used is ``batch_size_``.
     min_support : float in (0, 1], default=0.2
         Coverage target of the support penalty: each rule should be selected for at
         least this fraction of a batch. Lower it to find rules that cover less.
@@ -785,7 +790,11 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
             else:
                 batch_size = min(self.batch_size, n_samples)
             self.batch_size_ = batch_size
-            n_batches = math.ceil(n_samples / batch_size)
+            bounds = list(range(0, n_samples, batch_size)) + [n_samples]
+            if self.batch_size == "auto" and len(bounds) > 2:
+                if n_samples - bounds[-2] < batch_size / 2:
+                    del bounds[-2]  # a small remainder joins the previous batch
+            n_batches = len(bounds) - 1
             E = self.max_epochs
             e_half = E // 2
             total_anneal = (E - e_half) * n_batches
@@ -810,7 +819,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
                     batches = [None]
                 else:
                     perm = torch.randperm(n_samples, generator=gen, device=device)
-                    batches = [perm[i : i + batch_size] for i in range(0, n_samples, batch_size)]
+                    batches = [perm[i:j] for i, j in zip(bounds[:-1], bounds[1:])]
                 for idx in batches:
                     xb, yb = (x_all, y_all) if idx is None else (x_all[idx], y_all[idx])
                     unif = torch.rand(xb.shape[0], R, generator=gen, **kw)

@@ -775,6 +775,16 @@ def test_default_batch_size_and_dtype():
     assert _auto_batch_rows(100_000, 5, 10, 50) == 5000  # 20 batches: 1000 steps
     assert _auto_batch_rows(3000, 5, 10, 10) == 2048  # the 2048-row floor
     assert _auto_batch_rows(1000, 5, 10, 10) == 1000
+    # a small remainder joins the previous batch: 2,100 rows train on one batch, as
+    # 2,048 rows do (identical fits), while 4,000 rows keep two (2048 + 1952)
+    X, y = noisy_planted_table(2100, 0)
+    kw = {"n_rules": 3, "max_epochs": 4, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        one = NeurulesClassifier(**kw).fit(X, y)
+        full = NeurulesClassifier(batch_size=None, **kw).fit(X, y)
+    assert one.batch_size_ == 2048 and one.rules_ == full.rules_
+    assert np.array_equal(one.loss_curve_, full.loss_curve_)
     # the memory bound: at most 2**24 activations per step
     assert _auto_batch_rows(10**6, 100, 10, 500) == 2**24 // 1000
     assert _auto_batch_rows(10, 10**6, 100, 500) == 1
