@@ -30,6 +30,14 @@ _FALLING_TOL = 0.08
 # 0.08 on breast cancer and below 0 on iris; 0.25 for breast cancer with lr=1e-3 and
 # 300 epochs)
 _FALLING_TOL_SECOND_HALF = 0.12
+# batch_size="auto": this many optimizer steps per fit (two per epoch with the default
+# 500 epochs) as far as mini-batches keep at least _AUTO_MIN_ROWS rows (the paper
+# scripts' batch size, so the step budget does not buy noisy small batches), and at
+# most _AUTO_MAX_BLOCK (batch x feature x rule) activations per step (about 270 MB of
+# float32 saved for the backward pass)
+_AUTO_MIN_STEPS = 1000
+_AUTO_MIN_ROWS = 2048
+_AUTO_MAX_BLOCK = 2**24
 # class-assigned head initialisation (the reference code's commented-out "const" init):
 # every logit starts at _HEAD_BASE, and each rule slot's own class at _HEAD_PEAK
 _HEAD_BASE, _HEAD_PEAK = 0.5, 10.0
@@ -287,6 +295,22 @@ def _initial_head(n_classes, n_rules):
     return head
 
 
+def _auto_batch_rows(n_samples, n_features, n_rules, max_epochs):
+    """Rows per optimizer step for ``batch_size="auto"``.
+
+    ``ceil(_AUTO_MIN_STEPS / max_epochs)`` batches per epoch, so that a fit makes
+    about ``_AUTO_MIN_STEPS`` steps whatever its number of epochs, but no batch below
+    ``_AUTO_MIN_ROWS`` rows (full batch for tables up to that size), and batches small
+    enough that ``rows * n_features * n_rules <= _AUTO_MAX_BLOCK``. In training, a
+    last batch of fewer than ``rows / 2`` rows joins the previous one (no step on a
+    small remainder).
+    """
+    per_epoch = math.ceil(_AUTO_MIN_STEPS / max_epochs)
+    rows = max(math.ceil(n_samples / per_epoch), min(n_samples, _AUTO_MIN_ROWS))
+    rows = min(rows, max(1, _AUTO_MAX_BLOCK // max(1, n_features * n_rules)))
+    return int(max(1, min(rows, n_samples)))
+
+
 def _refit_head(torch, x_all, y_all, a, b, W, mask, p, temperatures, batch_size, weight):
     """Class head fitted to the rules' current soft covers, for the start of phase two.
 
@@ -414,17 +438,29 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         linearly from start to end. There is no early stopping.
     lr : float, default=0.01
         Adam learning rate (default betas, no weight decay).
-    batch_size : int or None, default=None
-        Rows per optimizer step; None trains on full batches. Mini-batches are
-        shuffled every epoch and the last partial batch is kept. Full batches keep the
-        number of optimizer steps at ``max_epochs`` whatever the number of rows, each
-        step on the exact gradient. Measured against ``batch_size=2048`` (the paper
-        scripts' value, more steps on large data): on the reference repository's magic
-        table (15,216 training rows) full batches gave 0.802 / 0.814 test accuracy
-        for two seeds against 0.793 / 0.801, and on two synthetic tables of 4,000 and
-        20,000 rows they were as accurate and more stable across seeds. Activation
-        memory is O(batch * n_features * n_rules): set ``batch_size`` when that does
-        not fit.
+    batch_size : "auto", int or None, default="auto"
+        Rows per optimizer step. "auto" sets a step budget: ``ceil(1000 /
+        max_epochs)`` batches per epoch (two with the default 500 epochs), so a fit
+        makes about 1000 optimizer steps whatever the number of rows, but no batch
+        smaller than 2048 rows (the paper scripts' batch size) and none larger than
+        ``2**24 / (n_features * n_rules)`` rows (bounded activation memory). Tables up
+        to 2048 rows therefore train on full batches (the reference schedule step for
+        step), a 4,000-row table on two batches per epoch, and a 100,000-row table
+        trains in 10 epochs (490 steps of 2048 rows) as well as its 500-row subsample
+        does in 500 (planted list, seeds 0-2: 0.976 / 0.854 / 0.976 test accuracy
+        against 0.958 / 0.802 / 0.953; full batches for those 10 epochs, 10 steps:
+        0.73-0.74). Why a step budget: with full batches (one step per epoch) the
+        number of updates does not grow with n, and on a 4,000-row survey-like table
+        half of the seeds ended in a one-rule or empty list (0.675-0.70 test accuracy,
+        majority class 0.68); two steps per epoch gave 0.718-0.7265 on 8 of seeds 0-8
+        (0.698 on seed 4). Why not the paper's fixed 2048: more, smaller batches were
+        less accurate on the paper's larger tables (first fold of magic, seed 42:
+        0.785 with eight batches per epoch, 0.8065 with two, 0.809 full batch).
+        With "auto" a last batch of fewer than half that size joins the previous
+        one, so no step is taken on a small remainder (2,100 rows train on one
+        batch, not on 2048 and 52). None trains on full batches; an int gives
+        shuffled mini-batches of that size (the last partial batch kept). The value
+        used is ``batch_size_``.
     min_support : float in (0, 1], default=0.2
         Coverage target of the support penalty: each rule should be selected for at
         least this fraction of a batch. Lower it to find rules that cover less.
@@ -456,9 +492,9 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         is the reference code's (torch's default for a linear layer: uniform in
         +-1/sqrt(n_rules)). "class" assigns every rule slot a class (contiguous blocks
         of near-equal size; logit 10 for its class, 0.5 for the others) and refits the
-        head to the rules' soft covers when it is released; it gives stable accuracy
-        across seeds on large noisy tables but needs the default number of epochs
-        (short fits can end with every rule predicting the majority class); see Notes.
+        head to the rules' soft covers when it is released; it needs the default
+        number of epochs (short fits can end with every rule predicting the majority
+        class) and is not more stable than the default; see Notes.
     dtype : {"float32", "float64"}, default="float32"
         Floating-point type of training. float32 is about twice as fast and reaches
         the same accuracy in the tests; the standardisation, the extraction of the
@@ -492,6 +528,8 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         Number of conditions over all rules (a two-sided interval counts once).
     loss_curve_ : ndarray of shape (max_epochs,)
         Mean training loss per epoch.
+    batch_size_ : int
+        Rows per optimizer step used in the fit (see ``batch_size``).
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -507,8 +545,8 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     -----
     The model is the one of Xu et al. (2025) and its reference code; for data with N
     rows, F features and R rules training costs O(E N F R) time and O(B F R) memory for
-    the activations of a batch of B rows (full batch by default: set ``batch_size`` on
-    large data). Prediction costs ``O(N * n_conditions_)``.
+    the activations of a batch of B rows (``batch_size="auto"`` bounds B * F * R).
+    Prediction costs ``O(N * n_conditions_)``.
 
     Units. Columns are standardised internally with the training mean and standard
     deviation, so the learned cuts are equivariant under a feature offset and
@@ -524,29 +562,29 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     informative columns (often a too large ``lr``); non-finite parameters raise a
     ``ValueError``.
 
-    Stability across seeds. The class head is frozen for the first half of training,
-    so its initial value decides what the rules learn in that phase. The reference
-    code (and ``head_init="random"``, the default) initialises it like a torch linear
-    layer: every rule then has a weak, random class preference, the first half cannot
-    bring the loss below the class-prior entropy, and the only way a rule can lower
+    Stability across seeds. With full batches (one optimizer step per epoch, the
+    reference schedule) fits on a few thousand noisy rows often end in a poor local
+    optimum. The class head is frozen for the first half of training, and initialised
+    like a torch linear layer (the reference code, ``head_init="random"``) it gives
+    every rule a weak, random class preference; the only way a rule can then lower
     the loss is to switch itself off. On a 6,000-row survey-like table (8 ordinal and
-    count features, 4,000 training rows) this left 1-3 live rules of 10: the
-    conjunction weights died (80 positive weights fell to 18 by mid-training) and 7-8
+    count features, 4,000 training rows) full batches left 1-3 live rules of 10 (7-8
     slots parked both cuts of a 0/1 column in the empty gap between its values, where
-    no gradient reaches them again. Test accuracy over seeds 0-5 ranged 0.675-0.727
-    (the majority class gives 0.680, CART with 10 leaves 0.7245). With
-    ``head_init="class"`` each slot is assigned a class (logit 10 for its class, 0.5
-    for the others: the "const" initialisation left commented out in the reference
-    code), so every rule learns a region of its own class in the first half, and the
-    head is refitted to the rules' soft covers when it is released (Adam cannot
-    shrink logits of 10 to calibrated values in the second half's steps). Seeds 0-2
-    then gave 0.714-0.7265 on that table, breast cancer 0.940 over 5 folds and
-    hepatitis 0.819 (both as with the default head), but tokyo1 fell from 0.927 to
-    0.916 (reference code 0.930), and short fits (150 epochs on 300 rows) ended with
-    every rule predicting the majority class, so it is not the default. A missed
-    conjunction remains a local optimum with either head: on a 6,000-row continuous
-    planted list with 10% label noise, seed 1 reached about 0.73 against 0.87 for
-    seeds 0 and 2 (CART 0.897), also with ``n_init=2``.
+    no gradient reaches them) and test accuracy over seeds 0-5 ranged 0.675-0.727
+    (majority class 0.680, CART with 10 leaves 0.7245); on a 6,000-row continuous
+    planted list with 10% label noise seed 1 missed the planted conjunction (0.734
+    against 0.87). The default ``batch_size="auto"`` trains these tables on two
+    batches per epoch: seeds 0-2 give 0.718-0.7265 and 0.8645-0.873, and seeds 3-8 on
+    the survey-like table 0.7175-0.7195 except seed 4 (0.698), so a poor optimum
+    remains possible (``n_init`` is the guard). Tried and not kept: a larger ``lr``
+    (0.02: the planted list is found on every seed, but two of six survey seeds end
+    in a one-rule list at 0.675), ``head_init="class"`` (each slot assigned a class,
+    logit 10 for its class and 0.5 for the others: the "const" initialisation left
+    commented out in the reference code, with the head refitted to the rules' soft
+    covers when it is released): with full batches it gave 0.714-0.7265 on the
+    survey-like table but tokyo1 fell from 0.927 to 0.916 (reference code 0.930) and
+    the planted list was still missed; with the default batches it gives
+    0.687-0.729 on the survey-like table. It stays an option.
 
     Training runs a plain torch loop rather than a skorch net: the schedule (head frozen
     for the first half, temperatures annealed after every optimizer step, cut points
@@ -557,6 +595,8 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     Departures from the reference code (all deliberate):
 
     - one Adam step per batch (the reference steps twice with the same gradient);
+    - the batch size follows a step budget (``batch_size="auto"``: about 1000 steps,
+      batches of at least 2048 rows) instead of the paper scripts' fixed 2048;
     - optionally (``head_init="class"``) a class-assigned initial head, refitted
       when it is released (see "Stability across seeds");
     - an explicit default rule, the majority class of the uncovered training rows
@@ -601,7 +641,11 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         "n_rules": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_epochs": [Interval(numbers.Integral, 2, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "batch_size": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [
+            StrOptions({"auto"}),
+            None,
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
         "min_support": [Interval(numbers.Real, 0, 1, closed="right")],
         "support_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "predicate_temperature": [tuple, list],
@@ -621,7 +665,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         n_rules=10,
         max_epochs=500,
         lr=0.01,
-        batch_size=None,
+        batch_size="auto",
         min_support=0.2,
         support_weight=0.4,
         predicate_temperature=(0.2, 0.04),
@@ -739,8 +783,18 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
             params = [a, b, W, p, H]
             optimizer = torch.optim.Adam(params, lr=self.lr)
 
-            batch_size = n_samples if self.batch_size is None else min(self.batch_size, n_samples)
-            n_batches = math.ceil(n_samples / batch_size)
+            if self.batch_size == "auto":
+                batch_size = _auto_batch_rows(n_samples, n_features, R, self.max_epochs)
+            elif self.batch_size is None:
+                batch_size = n_samples
+            else:
+                batch_size = min(self.batch_size, n_samples)
+            self.batch_size_ = batch_size
+            bounds = list(range(0, n_samples, batch_size)) + [n_samples]
+            if self.batch_size == "auto" and len(bounds) > 2:
+                if n_samples - bounds[-2] < batch_size / 2:
+                    del bounds[-2]  # a small remainder joins the previous batch
+            n_batches = len(bounds) - 1
             E = self.max_epochs
             e_half = E // 2
             total_anneal = (E - e_half) * n_batches
@@ -765,7 +819,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
                     batches = [None]
                 else:
                     perm = torch.randperm(n_samples, generator=gen, device=device)
-                    batches = [perm[i : i + batch_size] for i in range(0, n_samples, batch_size)]
+                    batches = [perm[i:j] for i, j in zip(bounds[:-1], bounds[1:])]
                 for idx in batches:
                     xb, yb = (x_all, y_all) if idx is None else (x_all[idx], y_all[idx])
                     unif = torch.rand(xb.shape[0], R, generator=gen, **kw)
