@@ -164,14 +164,18 @@ def _train_one(estimator, X, y, rows, seed, classes, spec, keep_model, limit_thr
     return stats.astype(np.float32), (model if keep_model else None), messages
 
 
-def _row_keys(X, y):
-    """One 16-byte digest per (row bytes, label)."""
+def _row_keys(X, codes):
+    """One 16-byte digest per (row bytes, label), the label as its index in classes_.
+
+    The index, not the label's repr, so that the label 1 and the label 1.0 (a pool
+    fitted with integer labels, queried with a float column) give the same key.
+    """
     X = np.ascontiguousarray(X)
-    y = np.asarray(y)
+    codes = np.asarray(codes, dtype=np.int64)
     out = np.empty(X.shape[0], dtype="S16")
     for i in range(X.shape[0]):
         h = hashlib.blake2b(X[i].tobytes(), digest_size=16)
-        h.update(repr(y[i].item() if hasattr(y[i], "item") else y[i]).encode())
+        h.update(int(codes[i]).to_bytes(8, "little", signed=True))
         out[i] = h.digest()
     return out
 
@@ -302,9 +306,14 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     audited model, search over the wrapped estimator and pass the search as the target.
 
     Rows of ``score_samples`` are matched to the pool by a hash of the row bytes and
-    the label (pass ``index=`` to be explicit); a duplicated (row, label) pair maps to
-    its first occurrence. Row order: the keep design is drawn by pool position, so
-    permuting the pool changes which models train on which example.
+    the label's index in ``classes_`` (so the label 1.0 finds a pool row labelled 1;
+    pass ``index=`` to be explicit); a duplicated (row, label) pair maps to its first
+    occurrence. A target is refused as a copy of a reference when its statistics on the
+    queried rows equal those of exactly one reference; when several references share
+    them (saturated probabilities of a grown tree or 1-NN on a few rows) the rows cannot
+    tell models apart and the target is scored. A pool so small that some model would
+    train on no example raises a ``ValueError``. Row order: the keep design is drawn by
+    pool position, so permuting the pool changes which models train on which example.
 
     References
     ----------
@@ -469,6 +478,14 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
             keep = _balanced_keep(n_models, X.shape[0], design_rng)
         else:
             keep = design_rng.random((n_models, X.shape[0])) < 0.5
+        empty = np.flatnonzero(~keep.any(axis=1))
+        if empty.size:
+            raise ValueError(
+                f"The pool of {X.shape[0]} examples is too small for "
+                f"{n_models} models: {empty.size} model(s) would train on no example "
+                f"(design={self.design!r}). Use a larger pool (each model trains on "
+                "about half of it)."
+            )
         parallel = outer_n_jobs(self.n_jobs) != 1
         estimator = clone(self.estimator)
         inner_jobs = [
@@ -510,7 +527,7 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         self.sigma_in_, self.sigma_out_ = f["sigma_in"], f["sigma_out"]
         self.n_in_, self.n_out_ = f["n_in"], f["n_out"]
         self._pool_dtype = X.dtype
-        self._pool_keys = _row_keys(X, y)
+        self._pool_keys = _row_keys(X, np.searchsorted(self.classes_, y))
         first = {}
         for i, k in enumerate(self._pool_keys.tolist()):
             first.setdefault(k, i)
@@ -531,7 +548,8 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
 
     def _match_rows(self, X, y, index):
         """Pool positions of the rows (-1 where not in the pool)."""
-        keys = _row_keys(X.astype(self._pool_dtype, copy=False), y)
+        keys = _row_keys(X.astype(self._pool_dtype, copy=False),
+                         np.searchsorted(self.classes_, y))
         if index is not None:
             index = column_or_1d(np.asarray(index))
             if index.shape[0] != X.shape[0]:
@@ -559,8 +577,13 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         pos = idx >= 0
         if np.any(pos):
             t = stats[pos].astype(np.float32)
-            same = np.all(self.ref_stats_[:, idx[pos], :] == t[None], axis=(1, 2))
-            if np.any(same):
+            ref = self.ref_stats_[:, idx[pos], :]
+            same = np.all(ref == t[None], axis=(1, 2))
+            # the match identifies a reference only when no other reference has the same
+            # statistics on these rows: a model with saturated or discrete probabilities
+            # (a grown tree, 1-NN: every member at the clipped 103.6) matches many
+            # references on a few rows without being any of them
+            if np.sum(same) == 1:
                 raise ValueError(
                     f"target gives exactly the statistics of reference model "
                     f"{int(np.argmax(same))} on the queried pool rows: it is (a copy of) a "
