@@ -411,6 +411,11 @@ class CharMLPLanguageModel(BaseEstimator):
             with torch.no_grad():
                 for _ in range(int(n_chars)):
                     logits = module(torch.as_tensor([ids], device=dev))
+                    if not bool(torch.isfinite(logits).all()):
+                        raise ValueError(
+                            "The model's next-character logits are not finite (overflow, "
+                            "for example under a NeuronMask with a huge scale)."
+                        )
                     nxt = int(torch.argmax(logits[0]))
                     ids.append(nxt)
                     out.append(self.vocab_[nxt])

@@ -72,7 +72,13 @@ def _greedy_decode(model, prefix, n_tokens):
     out = []
     with _eval_mode(model), torch.no_grad():
         for _ in range(n_tokens):
-            nxt = int(torch.argmax(_next_logits(model, seq, device)))
+            logits = _next_logits(model, seq, device)
+            if not bool(torch.isfinite(logits).all()):
+                raise ValueError(
+                    "The model's next-token logits are not finite (overflow, for example "
+                    "under a NeuronMask with a huge scale): greedy decoding is undefined."
+                )
+            nxt = int(torch.argmax(logits))
             seq.append(nxt)
             out.append(nxt)
     return out

@@ -84,3 +84,17 @@ def test_diverged_training_warns(lm):
         warnings.simplefilter("error", ConvergenceWarning)
         CharMLPLanguageModel(context=8, hidden=32, max_epochs=30, lr=1e-2,
                              random_state=0).fit(DOCS)
+
+
+def test_overflowing_logits_raise_instead_of_decoding_garbage(lm, ref):
+    # scale=1e300 turned the logits into inf/NaN; argmax then picked the first NaN and
+    # complete() returned " ..." while the oracle called the string "not memorised"
+    from sklearn_cispa.memorization import NeuronMask, greedy_extraction_oracle
+
+    units = [("act", u) for u in range(32)]
+    with NeuronMask(lm.module_, units, scale=1e300):
+        with pytest.raises(ValueError, match="not finite"):
+            lm.complete("code ", 4)
+        with pytest.raises(ValueError, match="not finite"):
+            greedy_extraction_oracle(lm.module_, lm.encode("code "), lm.encode("1234"))
+    assert lm.complete("code ", 4) == "1234"
