@@ -34,7 +34,8 @@ def iterative_refinement(goal, generate, search, max_rounds=10, success_threshol
     goal : str
         Starting prompt.
     generate : callable
-        ``generate(prompt) -> list of str``: the user's candidate generator.
+        ``generate(prompt) -> list of str``: the user's candidate generator. A single
+        ``str`` raises a ``TypeError`` (it would otherwise be split into characters).
     search : LatentBOSuffixSearch or RandomSubsetSearch
         Unfitted search, cloned every round.
     max_rounds : int, default=10
@@ -70,7 +71,15 @@ def iterative_refinement(goal, generate, search, max_rounds=10, success_threshol
     prompt, rounds, total = goal, [], 0
     best_prompt, best_score = goal, np.inf
     for r in range(max_rounds):
-        candidates = list(generate(prompt))
+        generated = generate(prompt)
+        if isinstance(generated, str):
+            # list() would split it into single characters and search those
+            raise TypeError(
+                f"generate returned a single str in round {r} ({generated[:60]!r}); it must "
+                "return a list of candidate strings (split a raw ' | c1 | c2 |' output "
+                "yourself)."
+            )
+        candidates = list(generated)
         est = clone(search)
         if "random_state" in params:
             est.set_params(random_state=seeds[r])
