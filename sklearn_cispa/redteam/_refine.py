@@ -243,6 +243,10 @@ def orpo_loss(chosen_logp, rejected_logp, chosen_len, rejected_len, chosen_nll, 
     c_len = _as_tensor(chosen_len, torch, like=c_logp)
     r_len = _as_tensor(rejected_len, torch, like=c_logp)
     nll = _as_tensor(chosen_nll, torch, like=c_logp)
+    for name, t in (("chosen_logp", c_logp), ("rejected_logp", r_logp),
+                    ("chosen_len", c_len), ("rejected_len", r_len), ("chosen_nll", nll)):
+        if bool(torch.any(torch.isnan(t.detach()))):
+            raise ValueError(f"{name} contains NaN")
     for name, t in (("chosen_logp", c_logp), ("rejected_logp", r_logp)):
         if bool(torch.any(t.detach() > 0)):
             raise ValueError(f"{name} must be log-probabilities (at most 0)")

@@ -49,3 +49,15 @@ def test_non_finite_scores_raise():
         with pytest.raises(ValueError, match="finite"):
             LatentBOSuffixSearch(lambda p, bad=bad: bad, n_calls=3,
                                  random_state=0).fit(cands)
+
+
+@pytest.mark.parametrize("position", range(5))
+def test_orpo_loss_rejects_nan(position):
+    # NaN passed the "at most 0" and "positive" checks (comparisons with NaN are False)
+    # and came out as a NaN loss
+    from sklearn_cispa.redteam import orpo_loss
+
+    args = [[-2.0], [-6.0], [4.0], [4.0], [0.5]]
+    args[position] = [np.nan]
+    with pytest.raises(ValueError, match="NaN"):
+        orpo_loss(*args)
