@@ -205,7 +205,8 @@ def orpo_loss(chosen_logp, rejected_logp, chosen_len, rejected_len, chosen_nll, 
     With P(y) = exp(mean token log-probability of y) (the length-normalised
     likelihood), ``L_OR = -log sigmoid(log odds(chosen) - log odds(rejected))`` and
     ``log odds = l - log(-expm1(l))`` for the mean log-probability l (clamped just
-    below 0). The batch mean of ``chosen_nll + beta * L_OR`` is returned.
+    below 0). The batch mean of ``chosen_nll + beta * L_OR`` is returned. NaN in any
+    input raises a ``ValueError``; a log-probability of ``-inf`` gives an infinite loss.
 
     Parameters
     ----------
