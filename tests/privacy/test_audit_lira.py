@@ -80,3 +80,22 @@ def test_units_do_not_change_a_scale_invariant_model(scale):
     scaled = LiRAMembershipInference(GaussianNB(), n_reference=4, n_targets=2,
                                      random_state=0).fit(X * scale, Y).evaluate(fprs=(0.01,))
     assert scaled["auc"] == pytest.approx(base["auc"], abs=0.01)
+
+
+@pytest.mark.parametrize("online, test", [(True, "one-sided"), (False, "one-sided"),
+                                          (False, "two-sided")])
+def test_lira_scores_of_huge_statistics_are_finite_and_scale_free(online, test):
+    # statistics of order 1e300 (a callable statistic in other units) overflowed the
+    # squared residuals: every score was NaN, with numpy's overflow warning only
+    from sklearn_cispa.privacy import lira_scores
+
+    rng = np.random.default_rng(0)
+    keep = rng.random((8, 40)) < 0.5
+    stats = rng.normal(size=(8, 40)) + 2.0 * keep
+    target = stats[0] + 0.1
+    base = lira_scores(keep, stats, target, online=online, offline_test=test)
+    big = lira_scores(keep, stats * 2.0**996, target * 2.0**996, online=online,
+                      offline_test=test)
+    assert np.all(np.isfinite(big))
+    shift = 996 * np.log(2.0) if test == "two-sided" and not online else 0.0
+    np.testing.assert_allclose(big, base + shift, rtol=1e-9, atol=1e-9)
