@@ -99,3 +99,29 @@ def test_lira_scores_of_huge_statistics_are_finite_and_scale_free(online, test):
     assert np.all(np.isfinite(big))
     shift = 996 * np.log(2.0) if test == "two-sided" and not online else 0.0
     np.testing.assert_allclose(big, base + shift, rtol=1e-9, atol=1e-9)
+
+
+def _noise_statistic(model, X, y):
+    # a statistic independent of membership: the exact null of a model that memorises
+    # nothing (seeded by the model's own random_state, which LiRA sets per model)
+    return np.random.default_rng(model.random_state).normal(size=len(y))
+
+
+def test_the_balanced_design_does_not_bias_the_null_auc():
+    # references and targets in one balanced design made a target's membership shift the
+    # references' IN count (M//2 - 1 vs M//2), so the IN median of a member was noisier
+    # and members scored lower: AUC 0.478 +- 0.002 at M = 8 for a statistic that carries
+    # no membership at all (0.492 at M = 16); balanced apart it is 0.497 +- 0.002
+    rng = np.random.default_rng(0)
+    Xn, yn = rng.normal(size=(3000, 2)), rng.integers(0, 2, 3000)
+    auc = [LiRAMembershipInference(DummyClassifier(), n_reference=8, n_targets=4,
+                                   statistic=_noise_statistic, random_state=s)
+           .fit(Xn, yn).evaluate(fprs=(0.01,))["auc"] for s in range(3)]
+    assert abs(np.mean(auc) - 0.5) < 0.01
+
+
+def test_balanced_design_counts_apart():
+    lira = LiRAMembershipInference(DummyClassifier(), n_reference=7, n_targets=1,
+                                   statistic=_noise_statistic, random_state=0).fit(X, Y)
+    assert np.all(lira.keep_[:7].sum(axis=0) == 3)
+    assert 0.4 < lira.target_keep_.mean() < 0.6     # a fair coin for a single target
