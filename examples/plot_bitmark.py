@@ -35,7 +35,9 @@ from sklearn_cispa.watermark import (
 )
 
 N = 300
-gen = BitwiseARGenerator(image_shape=(8, 8), random_state=0).fit(load_digits().data)
+gen = BitwiseARGenerator(image_shape=(8, 8), random_state=0).fit(
+    np.minimum(load_digits().data, 15)  # 4-bit grey levels: 16 -> 15
+)
 cal = gen.sample(N, random_state=1)[1]
 clean_X, clean = gen.sample(N, random_state=2)
 detector = BitMarkDetector().fit(cal)

@@ -110,7 +110,8 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         - ``H``: smoothness, ``max_m`` of the largest Hessian eigenvalue (for the
           logistic loss the bound ``c * lambda_max(Z_m^T Z_m / n_m) + alpha`` over all
           parameters); ``mu``: the smallest eigenvalue of ``A_bar`` (local strong
-          convexity at ``theta*`` for the logistic loss);
+          convexity at ``theta*`` for the logistic loss), 0.0 when ``A_bar`` is
+          singular (round-off below 0 is clipped);
         - ``sigma_sq_star``: per-row gradient variance at ``theta*``, averaged over
           machines with their weights;
         - ``Q``: Lipschitz constant of the Hessians (0.0 for least squares, an upper
@@ -206,7 +207,8 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         "tau_mean": float(weights @ spread),
         "tau_zeta": tau * float(np.sqrt(zeta_sq)),
         "H": H,
-        "mu": float(np.linalg.eigvalsh(A_bar)[0]),
+        # A_bar is positive semi-definite: a negative smallest eigenvalue is round-off
+        "mu": max(float(np.linalg.eigvalsh(A_bar)[0]), 0.0),
         "sigma_sq_star": sigma_sq,
         "Q": Q,
         "theta_star": theta_out,

@@ -1,11 +1,13 @@
 """CharMLPLanguageModel: a character-level window MLP language model trained through skorch."""
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
@@ -43,6 +45,11 @@ class _WindowLM(nn.Module):
 
     def forward(self, ids):
         ids = torch.as_tensor(ids).long()
+        if ids.numel() and (int(ids.min()) < -1 or int(ids.max()) >= self.n_vocab):
+            raise ValueError(
+                f"token ids must lie in [0, {self.n_vocab}) (the model's vocabulary; -1 "
+                f"is padding); got ids from {int(ids.min())} to {int(ids.max())}."
+            )
         if ids.ndim == 1:
             ids = ids[None, :]
         length = ids.shape[1]
@@ -160,7 +167,10 @@ class CharMLPLanguageModel(BaseEstimator):
     symbols, for example a row of a 2-D array; each document contributes one training
     window per symbol, the first ones left-padded. Training uses float32 throughout
     (the module's weights, inputs and activations), for speed. Results depend on the
-    order of the documents only through the shuffled mini-batches.
+    order of the documents only through the shuffled mini-batches. A fit whose final
+    training loss exceeds ``log(len(vocab_))`` (the uniform guess) raises a
+    ``ConvergenceWarning``: the optimisation diverged or stalled. Token ids outside the
+    vocabulary raise a ``ValueError`` in ``module_``.
 
     Examples
     --------
@@ -295,6 +305,18 @@ class CharMLPLanguageModel(BaseEstimator):
         self.module_ = net.module_
         self.module_.eval()
         self.n_iter_ = len(net.history)
+        # a finite loss can still be a diverged fit: worse than the uniform guess over the
+        # vocabulary (log V nats per character), which any training should beat
+        final = float(net.history[-1, "train_loss"])
+        if final > np.log(n_vocab):
+            warnings.warn(
+                f"{type(self).__name__} did not train: its final training loss "
+                f"{final:.4g} nats per character exceeds that of the uniform guess over "
+                f"the {n_vocab} symbols ({np.log(n_vocab):.4g}); the optimisation "
+                f"diverged or stalled. Lower lr (now {self.lr:g}) or train longer.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         return self
 
     # ------------------------------------------------------------------ evaluation
@@ -375,6 +397,10 @@ class CharMLPLanguageModel(BaseEstimator):
             The ``n_chars`` most likely next characters, chosen one at a time.
         """
         check_is_fitted(self)
+        if isinstance(n_chars, bool) or not isinstance(n_chars, numbers.Integral) or (
+            n_chars < 0
+        ):
+            raise ValueError(f"n_chars must be a non-negative integer; got {n_chars!r}.")
         ids = [int(i) for i in self.encode(prefix)]
         module = self.module_
         dev = next(module.parameters()).device
@@ -385,6 +411,11 @@ class CharMLPLanguageModel(BaseEstimator):
             with torch.no_grad():
                 for _ in range(int(n_chars)):
                     logits = module(torch.as_tensor([ids], device=dev))
+                    if not bool(torch.isfinite(logits).all()):
+                        raise ValueError(
+                            "The model's next-character logits are not finite (overflow, "
+                            "for example under a NeuronMask with a huge scale)."
+                        )
                     nxt = int(torch.argmax(logits[0]))
                     ids.append(nxt)
                     out.append(self.vocab_[nxt])

@@ -72,7 +72,13 @@ def _greedy_decode(model, prefix, n_tokens):
     out = []
     with _eval_mode(model), torch.no_grad():
         for _ in range(n_tokens):
-            nxt = int(torch.argmax(_next_logits(model, seq, device)))
+            logits = _next_logits(model, seq, device)
+            if not bool(torch.isfinite(logits).all()):
+                raise ValueError(
+                    "The model's next-token logits are not finite (overflow, for example "
+                    "under a NeuronMask with a huge scale): greedy decoding is undefined."
+                )
+            nxt = int(torch.argmax(logits))
             seq.append(nxt)
             out.append(nxt)
     return out
@@ -374,7 +380,10 @@ class CriticalNeuronLocator(BaseEstimator):
     chosen (for the planted-canary character MLP at 256 units, the exact smallest
     zeroing set has 17-22 units; see the user guide). The locator wraps a model instead of learning
     from ``(X, y)``: of scikit-learn's estimator checks, cloning and parameter handling
-    apply; the checks about predictions do not.
+    apply; the checks about predictions do not. The threshold search calls the oracle
+    only when the set of units changes, and jumps to the next step of the schedule at
+    which a unit's score is passed, so it finishes in time bounded by the number of
+    units for any ``theta_start`` and ``theta_step``.
 
     Examples
     --------
@@ -638,8 +647,11 @@ class CriticalNeuronLocator(BaseEstimator):
             return result
         z, strength = self._scores(self._target_activations(prefix, target))
         result["z"] = z
-        theta, k = float(self.theta_start), 0
-        found = None
+        theta_start, step = float(self.theta_start), float(self.theta_step)
+        theta_min = float(self.theta_min)
+        theta, k, j = theta_start, 0, 0
+        all_z = np.concatenate([z[name] for name in self.layers_])
+        found, tried = None, None
         while True:
             S = set()
             for name in self.layers_:
@@ -647,15 +659,34 @@ class CriticalNeuronLocator(BaseEstimator):
                 if k > 0:
                     top = np.argsort(-strength[name], kind="stable")[:k]
                     S.update((name, int(u)) for u in top)
-            if S:  # an empty set deactivates nothing: the string stays memorised
+            # an empty set deactivates nothing, and a set already tried gives the same
+            # (deterministic) answer: neither needs an oracle call
+            if S and S != tried:
                 calls += 1
+                tried = S
                 if not self._memorized_under(sorted(S), prefix, target, scale):
                     found = S
                     break
-            at_floor = theta <= float(self.theta_min)
+            at_floor = theta <= theta_min
             if at_floor and (self.topk_step == 0 or k >= _TOPK_CAP):
                 break
-            theta = max(theta - float(self.theta_step), float(self.theta_min))
+            j += 1
+            below = all_z[all_z <= theta]
+            nxt = below.max() if below.size else -np.inf
+            if self.topk_step == 0 or k >= _TOPK_CAP:
+                # the set changes only when theta passes below the next score: jump to
+                # that step of the schedule (bounded time for any theta_start/theta_step)
+                if nxt > theta_min:
+                    j = max(j, int(np.floor((theta_start - nxt) / step)) + 1)
+                else:
+                    j = max(j, int(np.ceil((theta_start - theta_min) / step)))
+            new_theta = max(theta_start - j * step, theta_min)
+            if new_theta >= theta or (new_theta >= nxt > theta_min and (
+                    self.topk_step == 0 or k >= _TOPK_CAP)):
+                # the step is lost in rounding at this magnitude: move past the next
+                # score (or to the floor) so that every pass changes the set or stops
+                new_theta = max(np.nextafter(nxt, -np.inf), theta_min)
+            theta = float(new_theta)
             k = min(k + int(self.topk_step), _TOPK_CAP)
         result["n_oracle_calls"] = calls
         if found is None:

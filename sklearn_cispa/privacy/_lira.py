@@ -164,14 +164,18 @@ def _train_one(estimator, X, y, rows, seed, classes, spec, keep_model, limit_thr
     return stats.astype(np.float32), (model if keep_model else None), messages
 
 
-def _row_keys(X, y):
-    """One 16-byte digest per (row bytes, label)."""
+def _row_keys(X, codes):
+    """One 16-byte digest per (row bytes, label), the label as its index in classes_.
+
+    The index, not the label's repr, so that the label 1 and the label 1.0 (a pool
+    fitted with integer labels, queried with a float column) give the same key.
+    """
     X = np.ascontiguousarray(X)
-    y = np.asarray(y)
+    codes = np.asarray(codes, dtype=np.int64)
     out = np.empty(X.shape[0], dtype="S16")
     for i in range(X.shape[0]):
         h = hashlib.blake2b(X[i].tobytes(), digest_size=16)
-        h.update(repr(y[i].item() if hasattr(y[i], "item") else y[i]).encode())
+        h.update(int(codes[i]).to_bytes(8, "little", signed=True))
         out[i] = h.digest()
     return out
 
@@ -210,8 +214,9 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         Extra models from the same design, never used as references: the targets of
         :meth:`evaluate` (the last ``n_targets`` rows of ``keep_``).
     design : {"balanced", "bernoulli"}, default="balanced"
-        "balanced": every example is IN for exactly ``(M + T) // 2`` models, chosen at
-        random; "bernoulli": independent fair coins per model and example.
+        "balanced": every example is IN for exactly ``M // 2`` references, chosen at
+        random, and, drawn apart, for exactly ``T // 2`` targets (a fair coin when
+        ``T = 1``); "bernoulli": independent fair coins per model and example.
     online : bool, default=True
         Score with the IN and OUT Gaussians (True) or the OUT Gaussian only (False,
         offline: no model needs to have trained on the queried example).
@@ -295,16 +300,24 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     truncates all examples to the minimum count); each sigma is floored at 1e-3 of its
     side's pooled sigma (the reference adds 1e-30 only), so saturated examples do not
     give infinite scores; the offline default is the paper's one-sided test, returned
-    as a z-value. Scores are "higher = member" everywhere.
+    as a z-value; the balanced design is drawn apart for the references and the targets
+    (in the reference's joint design a target's membership shifts the references' IN
+    count, which lowered the null AUC to 0.478 at 8 references). Scores are "higher =
+    member" everywhere.
 
     The estimator tags say "classifier" (it is fitted on labelled data, so scikit-learn's
     tools split its data stratified), but it has no ``predict`` or ``score``: to tune the
     audited model, search over the wrapped estimator and pass the search as the target.
 
     Rows of ``score_samples`` are matched to the pool by a hash of the row bytes and
-    the label (pass ``index=`` to be explicit); a duplicated (row, label) pair maps to
-    its first occurrence. Row order: the keep design is drawn by pool position, so
-    permuting the pool changes which models train on which example.
+    the label's index in ``classes_`` (so the label 1.0 finds a pool row labelled 1;
+    pass ``index=`` to be explicit); a duplicated (row, label) pair maps to its first
+    occurrence. A target is refused as a copy of a reference when its statistics on the
+    queried rows equal those of exactly one reference; when several references share
+    them (saturated probabilities of a grown tree or 1-NN on a few rows) the rows cannot
+    tell models apart and the target is scored. A pool so small that some model would
+    train on no example raises a ``ValueError``. Row order: the keep design is drawn by
+    pool position, so permuting the pool changes which models train on which example.
 
     References
     ----------
@@ -466,9 +479,27 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         design_rng = np.random.default_rng(seeds[0])
         self._aug_seed = seeds[1]
         if self.design == "balanced":
-            keep = _balanced_keep(n_models, X.shape[0], design_rng)
+            # references and targets are balanced apart: in one joint design a target's
+            # membership changes how many references are IN (M//2 + ... - 1 when it is
+            # IN), the IN median then comes from fewer models and is noisier, and the
+            # leave-target-out AUC of a model that memorises nothing fell to 0.478 at
+            # M = 8 (0.492 at M = 16) instead of 0.5
+            keep = _balanced_keep(self.n_reference, X.shape[0], design_rng)
+            if self.n_targets >= 2:
+                targets = _balanced_keep(self.n_targets, X.shape[0], design_rng)
+            else:
+                targets = design_rng.random((self.n_targets, X.shape[0])) < 0.5
+            keep = np.vstack([keep, targets])
         else:
             keep = design_rng.random((n_models, X.shape[0])) < 0.5
+        empty = np.flatnonzero(~keep.any(axis=1))
+        if empty.size:
+            raise ValueError(
+                f"The pool of {X.shape[0]} examples is too small for "
+                f"{n_models} models: {empty.size} model(s) would train on no example "
+                f"(design={self.design!r}). Use a larger pool (each model trains on "
+                "about half of it)."
+            )
         parallel = outer_n_jobs(self.n_jobs) != 1
         estimator = clone(self.estimator)
         inner_jobs = [
@@ -510,7 +541,7 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         self.sigma_in_, self.sigma_out_ = f["sigma_in"], f["sigma_out"]
         self.n_in_, self.n_out_ = f["n_in"], f["n_out"]
         self._pool_dtype = X.dtype
-        self._pool_keys = _row_keys(X, y)
+        self._pool_keys = _row_keys(X, np.searchsorted(self.classes_, y))
         first = {}
         for i, k in enumerate(self._pool_keys.tolist()):
             first.setdefault(k, i)
@@ -531,7 +562,8 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
 
     def _match_rows(self, X, y, index):
         """Pool positions of the rows (-1 where not in the pool)."""
-        keys = _row_keys(X.astype(self._pool_dtype, copy=False), y)
+        keys = _row_keys(X.astype(self._pool_dtype, copy=False),
+                         np.searchsorted(self.classes_, y))
         if index is not None:
             index = column_or_1d(np.asarray(index))
             if index.shape[0] != X.shape[0]:
@@ -559,8 +591,13 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         pos = idx >= 0
         if np.any(pos):
             t = stats[pos].astype(np.float32)
-            same = np.all(self.ref_stats_[:, idx[pos], :] == t[None], axis=(1, 2))
-            if np.any(same):
+            ref = self.ref_stats_[:, idx[pos], :]
+            same = np.all(ref == t[None], axis=(1, 2))
+            # the match identifies a reference only when no other reference has the same
+            # statistics on these rows: a model with saturated or discrete probabilities
+            # (a grown tree, 1-NN: every member at the clipped 103.6) matches many
+            # references on a few rows without being any of them
+            if np.sum(same) == 1:
                 raise ValueError(
                     f"target gives exactly the statistics of reference model "
                     f"{int(np.argmax(same))} on the queried pool rows: it is (a copy of) a "

@@ -181,6 +181,9 @@ def lira_scores(
     - offline, two-sided: ``-mean log N(t; mu_out, sigma_out**2)`` (the reference
       code's score, sign flipped to "higher = member").
 
+    Statistics beyond 1e100 in magnitude are fitted in units of a power of two (exact),
+    so values near the float64 limit give finite scores instead of overflowing to NaN.
+
     Parameters
     ----------
     keep : array-like of bool, shape (n_reference, n_pool)
@@ -240,8 +243,16 @@ def lira_scores(
         )
     if not (np.all(np.isfinite(stats)) and np.all(np.isfinite(target))):
         raise ValueError("ref_stats and target_stats must be finite (no NaN or inf).")
-    fit = _full_fit(keep, stats, fix_variance)
-    return _score_from_fit(fit, target, online, offline_test)
+    # statistics beyond ~1e150 overflow the squared residuals: work in units of a power
+    # of two (exact), under which the online ratio and the one-sided z-value do not
+    # change and the two-sided negated log-density shifts by log(scale)
+    big = max(float(np.max(np.abs(stats))), float(np.max(np.abs(target))))
+    scale = 2.0 ** np.floor(np.log2(big)) if big > 1e100 else 1.0
+    fit = _full_fit(keep, stats / scale, fix_variance)
+    scores = _score_from_fit(fit, target / scale, online, offline_test)
+    if scale != 1.0 and not online and offline_test == "two-sided":
+        scores = scores + np.log(scale)
+    return scores
 
 
 def _binary_logit_stat(s, is_pos):

@@ -34,7 +34,8 @@ def iterative_refinement(goal, generate, search, max_rounds=10, success_threshol
     goal : str
         Starting prompt.
     generate : callable
-        ``generate(prompt) -> list of str``: the user's candidate generator.
+        ``generate(prompt) -> list of str``: the user's candidate generator. A single
+        ``str`` raises a ``TypeError`` (it would otherwise be split into characters).
     search : LatentBOSuffixSearch or RandomSubsetSearch
         Unfitted search, cloned every round.
     max_rounds : int, default=10
@@ -70,7 +71,15 @@ def iterative_refinement(goal, generate, search, max_rounds=10, success_threshol
     prompt, rounds, total = goal, [], 0
     best_prompt, best_score = goal, np.inf
     for r in range(max_rounds):
-        candidates = list(generate(prompt))
+        generated = generate(prompt)
+        if isinstance(generated, str):
+            # list() would split it into single characters and search those
+            raise TypeError(
+                f"generate returned a single str in round {r} ({generated[:60]!r}); it must "
+                "return a list of candidate strings (split a raw ' | c1 | c2 |' output "
+                "yourself)."
+            )
+        candidates = list(generated)
         est = clone(search)
         if "random_state" in params:
             est.set_params(random_state=seeds[r])
@@ -196,7 +205,8 @@ def orpo_loss(chosen_logp, rejected_logp, chosen_len, rejected_len, chosen_nll, 
     With P(y) = exp(mean token log-probability of y) (the length-normalised
     likelihood), ``L_OR = -log sigmoid(log odds(chosen) - log odds(rejected))`` and
     ``log odds = l - log(-expm1(l))`` for the mean log-probability l (clamped just
-    below 0). The batch mean of ``chosen_nll + beta * L_OR`` is returned.
+    below 0). The batch mean of ``chosen_nll + beta * L_OR`` is returned. NaN in any
+    input raises a ``ValueError``; a log-probability of ``-inf`` gives an infinite loss.
 
     Parameters
     ----------
@@ -234,6 +244,10 @@ def orpo_loss(chosen_logp, rejected_logp, chosen_len, rejected_len, chosen_nll, 
     c_len = _as_tensor(chosen_len, torch, like=c_logp)
     r_len = _as_tensor(rejected_len, torch, like=c_logp)
     nll = _as_tensor(chosen_nll, torch, like=c_logp)
+    for name, t in (("chosen_logp", c_logp), ("rejected_logp", r_logp),
+                    ("chosen_len", c_len), ("rejected_len", r_len), ("chosen_nll", nll)):
+        if bool(torch.any(torch.isnan(t.detach()))):
+            raise ValueError(f"{name} contains NaN")
     for name, t in (("chosen_logp", c_logp), ("rejected_logp", r_logp)):
         if bool(torch.any(t.detach() > 0)):
             raise ValueError(f"{name} must be log-probabilities (at most 0)")

@@ -347,7 +347,9 @@ class BitMarkDetector(BaseEstimator):
     i.i.d. bits the window indicators are independent, so the fixed null is exact;
     otherwise overlapping windows are dependent and the calibrated null is the one to
     trust. A calibration set whose green fraction is 0 or 1 gives a degenerate null:
-    ``gamma0_`` is then moved half a count inside ``(0, 1)`` with a warning.
+    ``gamma0_`` is then moved half a count inside ``(0, 1)`` with a warning. The
+    empirical null warns when ``fpr * (n_clean + 1) < 1``: the threshold is then the
+    largest clean z-score, whose false-positive rate is about ``1 / (n_clean + 1)``.
 
     Examples
     --------
@@ -451,6 +453,15 @@ class BitMarkDetector(BaseEstimator):
         self.gamma0_ = gamma0
         self.z_clean_ = _z(count, total, gamma0)
         if self.null == "empirical":
+            if self.fpr * (len(count) + 1) < 1:
+                warnings.warn(
+                    f"fpr={self.fpr:g} needs at least {math.ceil(1 / self.fpr) - 1} clean "
+                    f"calibration samples; with {len(count)} the threshold is the largest "
+                    f"clean z-score, whose false-positive rate on new clean samples is "
+                    f"about 1/{len(count) + 1}, not {self.fpr:g}.",
+                    UserWarning,
+                    stacklevel=2,
+                )
             k = max(1, math.ceil((1.0 - self.fpr) * len(count) - 1e-9))
             self.threshold_ = float(np.sort(self.z_clean_)[k - 1])
         else:

@@ -1,6 +1,7 @@
 """A small bitwise autoregressive image generator (one logistic regression per bit)."""
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy import sparse
@@ -76,7 +77,10 @@ class BitwiseARGenerator(BaseEstimator):
     Notes
     -----
     Inputs are grey levels: ``fit``, ``encode`` and ``score_samples`` round them and clip
-    them to ``0 .. 2**n_bits - 1`` (so features in other units are clipped, not scaled).
+    them to ``0 .. 2**n_bits - 1`` (so features in other units are clipped, not scaled),
+    with a ``UserWarning`` that gives the share of values changed. :meth:`sample` raises
+    a ``ValueError`` for a :class:`BitMarkWatermark` that would bias no bit of the
+    tokens (green strings longer than ``n_bits``, or ``first_biased_bit >= n_bits``).
     The exact feature encoding of the toy model is a design choice of this library: the
     paper's models are transformers over multi-scale bit maps (Infinity).
 
@@ -84,7 +88,7 @@ class BitwiseARGenerator(BaseEstimator):
     --------
     >>> from sklearn.datasets import load_digits
     >>> from sklearn_cispa.watermark import BitwiseARGenerator, BitMarkWatermark
-    >>> X = load_digits().data[:200]
+    >>> X = load_digits().data[:200].clip(0, 15)   # 4-bit grey levels
     >>> gen = BitwiseARGenerator(image_shape=(8, 8), max_iter=200).fit(X)
     >>> images, bits = gen.sample(3, logits_processor=BitMarkWatermark(delta=2.0),
     ...                           random_state=0)
@@ -157,7 +161,20 @@ class BitwiseARGenerator(BaseEstimator):
 
     def _check_levels(self, X, reset):
         X = validate_data(self, X, reset=reset, dtype=np.float64)
-        return _levels(X, self._n_levels)
+        levels = _levels(X, self._n_levels)
+        moved = np.abs(X - levels) > 1e-6
+        if np.any(moved):
+            # other units (pixels in [0, 1], 0..255, standardised features) are not
+            # rescaled: say so, with the share of values the model will not see as given
+            warnings.warn(
+                f"{100 * moved.mean():.3g}% of the values of X are not grey levels "
+                f"0 .. {self._n_levels - 1} of n_bits={self.n_bits} (X spans "
+                f"[{X.min():.4g}, {X.max():.4g}]); they were rounded and clipped. Rescale "
+                "X to integer levels (or choose n_bits) to model the images as given.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return levels
 
     # ----------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -341,6 +358,13 @@ class BitwiseARGenerator(BaseEstimator):
             # prefix weights of every bit index (the arithmetic of __call__ on the logit
             # pair (0, s), without a Python call per bit)
             *per_bit, mask = fused(d)
+            if all(b is None for b in per_bit):
+                raise ValueError(
+                    f"The watermark biases no bit of a {d}-bit token: its green strings "
+                    "are longer than the token, or its first_biased_bit is past the "
+                    f"token's last bit ({d - 1}). Use green strings of at most {d} bits "
+                    f"and first_biased_bit < {d}, or a generator with more bits."
+                )
             weights = [
                 w if per_bit[k] is None
                 else (*w[:4], w[4] + per_bit[k][np.arange(2**k) & mask])

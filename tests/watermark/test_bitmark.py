@@ -34,7 +34,7 @@ DELTAS = (0.5, 1.0, 2.0, 4.0)
 # --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def digits():
-    return load_digits().data
+    return np.minimum(load_digits().data, 15)  # 4-bit grey levels (16 -> 15)
 
 
 @pytest.fixture(scope="module")
