@@ -341,8 +341,9 @@ _NOTES_DOC = """
     ``ConvergenceWarning`` when more than 10% of the intercept-only model's excess is
     left (measured on diabetes: features in units of 1e3 or offset by 1e3 leave 615% and
     100%, raw breast-cancer features 56%, standardised features 0-7%). Standardise
-    the features (a ``StandardScaler`` in a ``Pipeline``) or increase ``rounds``. Full-batch deterministic least squares computes the K local steps of a
-    round as one affine map (the same iterates up to rounding).
+    the features (a ``StandardScaler`` in a ``Pipeline``) or increase ``rounds``.
+    Full-batch deterministic least squares computes the K local steps of a round as one
+    affine map (the same iterates up to rounding).
 """
 
 
