@@ -27,7 +27,7 @@ from sklearn_cispa.causal._mixture_regression import (
     posterior,
     with_intercept,
 )
-from sklearn_cispa.utils import optional_import, parallel_map, spawn_seeds
+from sklearn_cispa.utils import optional_import, outer_n_jobs, parallel_map, spawn_seeds
 
 # --------------------------------------------------------------------------------------
 # local score
@@ -103,6 +103,15 @@ def _local_scores_task(X, items, max_components, n_init, max_iter, seed):
 
 
 SCORE_CHUNK = 16  # local scores per batched task (a fixed size: results never depend on it)
+# a search step with fewer local scores runs in the calling process: its batched EM takes
+# less time than a round trip to the workers saves
+PARALLEL_MIN_SCORES = 2 * SCORE_CHUNK
+
+
+def _split_even(items, n_chunks):
+    """``items`` cut, in order, into ``n_chunks`` contiguous chunks of (almost) equal size."""
+    bounds = np.linspace(0, len(items), n_chunks + 1).round().astype(int)
+    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 class _ScoreCache:
@@ -116,6 +125,8 @@ class _ScoreCache:
         self.max_iter = max_iter
         self.seed = seed
         self.n_jobs = n_jobs
+        # workers of the enclosing loop (asked once: under Dask it is a scheduler call)
+        self.n_workers = outer_n_jobs(n_jobs)
         self.cache = {}
 
     def ensure(self, keys):
@@ -141,24 +152,23 @@ class _ScoreCache:
             (node, tuple(sorted(parents)), self._parent_labels(parents))
             for node, parents in missing
         ]
-        tasks = [
-            (
-                self.X,
-                items[i : i + SCORE_CHUNK],
-                self.max_components,
-                self.n_init,
-                self.max_iter,
-                self.seed,
-            )
-            for i in range(0, len(items), SCORE_CHUNK)
-        ]
-        results = [
-            res
-            for chunk in parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs)
-            for res in chunk
-        ]
+        # Small steps (the backward and pruning steps score a handful of parent sets) run
+        # here; a large one is cut into a multiple of the number of workers of chunks of
+        # about SCORE_CHUNK scores each, so that every worker gets the same share
+        if self.n_workers == 1 or len(items) < PARALLEL_MIN_SCORES:
+            chunks = [items[i : i + SCORE_CHUNK] for i in range(0, len(items), SCORE_CHUNK)]
+            out = [_local_scores_task(*self._task(chunk)) for chunk in chunks]
+        else:
+            per_worker = max(1, round(len(items) / (self.n_workers * SCORE_CHUNK)))
+            chunks = _split_even(items, self.n_workers * per_worker)
+            tasks = [self._task(chunk) for chunk in chunks]
+            out = parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs, batch_size=1)
+        results = [res for chunk in out for res in chunk]
         for key, res in zip(missing, results):
             self.cache[key] = res
+
+    def _task(self, items):
+        return (self.X, items, self.max_components, self.n_init, self.max_iter, self.seed)
 
     def _parent_labels(self, parents):
         if not self.share:
