@@ -106,12 +106,15 @@ SCORE_CHUNK = 16  # local scores per batched task (a fixed size: results never d
 # a search step with fewer local scores runs in the calling process: its batched EM takes
 # less time than a round trip to the workers saves
 PARALLEL_MIN_SCORES = 2 * SCORE_CHUNK
+# tasks per worker of a parallel search step: few large tasks (the batched EM is at least
+# as fast on them), two each so that a worker that finishes first takes another
+TASKS_PER_WORKER = 2
 
 
-def _split_even(items, n_chunks):
-    """``items`` cut, in order, into ``n_chunks`` contiguous chunks of (almost) equal size."""
-    bounds = np.linspace(0, len(items), n_chunks + 1).round().astype(int)
-    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+def _deal(items, n_chunks):
+    """``items`` dealt round-robin into ``n_chunks`` chunks: each gets the same mix of
+    parent-set sizes (``items`` are sorted by size), so the chunks cost about the same."""
+    return [items[c::n_chunks] for c in range(n_chunks)]
 
 
 class _ScoreCache:
@@ -153,17 +156,18 @@ class _ScoreCache:
             for node, parents in missing
         ]
         # Small steps (the backward and pruning steps score a handful of parent sets) run
-        # here; a large one is cut into a multiple of the number of workers of chunks of
-        # about SCORE_CHUNK scores each, so that every worker gets the same share
+        # here; a large one is dealt into TASKS_PER_WORKER tasks per worker of equal cost
         if self.n_workers == 1 or len(items) < PARALLEL_MIN_SCORES:
             chunks = [items[i : i + SCORE_CHUNK] for i in range(0, len(items), SCORE_CHUNK)]
             out = [_local_scores_task(*self._task(chunk)) for chunk in chunks]
+            results = [res for chunk in out for res in chunk]
         else:
-            per_worker = max(1, round(len(items) / (self.n_workers * SCORE_CHUNK)))
-            chunks = _split_even(items, self.n_workers * per_worker)
-            tasks = [self._task(chunk) for chunk in chunks]
+            n_chunks = min(self.n_workers * TASKS_PER_WORKER, len(items) // SCORE_CHUNK)
+            tasks = [self._task(chunk) for chunk in _deal(items, n_chunks)]
             out = parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs, batch_size=1)
-        results = [res for chunk in out for res in chunk]
+            results = [None] * len(items)
+            for c, chunk in enumerate(out):
+                results[c::n_chunks] = chunk
         for key, res in zip(missing, results):
             self.cache[key] = res
 
