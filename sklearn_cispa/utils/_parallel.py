@@ -166,11 +166,17 @@ def _run_batch(func, batch, pin, *shared):
     return run()
 
 
-def _run_batch_with_config(config, func, batch, *shared):
+def _run_batch_with_config(config, payload, *shared):
     """:func:`_run_batch` (pinned) under the caller's scikit-learn configuration: the
-    task of the direct Dask path, which does not go through ``sklearn.utils.parallel``."""
+    task of the direct Dask path, which does not go through ``sklearn.utils.parallel``.
+
+    ``payload`` is ``(func, batch)`` pickled with cloudpickle, as joblib ships its tasks:
+    Dask pickles a function by reference when it can, which fails on a worker that
+    cannot import its module (a script, or one registered for pickling by value)."""
+    import cloudpickle
     from sklearn import config_context
 
+    func, batch = cloudpickle.loads(payload)
     with config_context(**config):
         return _run_batch(func, batch, True, *shared)
 
@@ -225,6 +231,7 @@ def _dask_map(backend, func, batches, shared):
     that every round. The scikit-learn configuration travels with each batch, as
     ``sklearn.utils.parallel`` would carry it.
     """
+    import cloudpickle
     from sklearn import get_config
 
     client = backend.client
@@ -232,7 +239,13 @@ def _dask_map(backend, func, batches, shared):
     config = get_config()
     kwargs = {"pure": False, **getattr(backend, "submit_kwargs", {})}
     futures = [
-        client.submit(_run_batch_with_config, config, func, batch, *futures_shared, **kwargs)
+        client.submit(
+            _run_batch_with_config,
+            config,
+            cloudpickle.dumps((func, batch)),
+            *futures_shared,
+            **kwargs,
+        )
         for batch in batches
     ]
     return client.gather(futures)
