@@ -11,7 +11,10 @@ Three things make the loop scale out rather than drown in overhead:
   loky memory-maps it once per call and Dask scatters it once; under Dask the scattered
   copy is also kept for later calls (search rounds) while the caller's object lives;
 - **small tasks are grouped**: the tasks are cut into about four batches per worker, in
-  order, instead of one scheduler round trip per task;
+  order, instead of one scheduler round trip per task; a single task runs in place;
+- **one round trip per call under Dask**: the batches go to the Dask client directly
+  (``client.submit`` and one ``gather``), at about a third of the per-call cost of
+  joblib's Dask backend, which a search pays once per round;
 - **no nested parallelism**: inside an outer parallel loop every task runs with joblib's
   sequential backend, so members that open their own loops (random forests with
   ``n_jobs``) do not multiply the workers or flood a Dask scheduler with tiny tasks.
@@ -278,9 +281,13 @@ def parallel_map(
       ``joblib.parallel_config(backend="dask")`` it is scattered to every worker and the
       scattered copy is reused by later calls while the object is alive;
     - the tasks are grouped, in order, into about four batches per worker
-      (``batch_size="auto"``) or into batches of ``batch_size`` tasks;
+      (``batch_size="auto"``) or into batches of ``batch_size`` tasks; under Dask the
+      batches are submitted to the client of the active backend directly, with the
+      caller's scikit-learn configuration;
     - every task runs inside ``joblib.parallel_config(backend="sequential")``, so its
       own joblib loops (for example a random forest's ``n_jobs``) run in one job.
+
+    A single task always runs in the calling process.
 
     The results do not depend on the backend or on ``n_jobs`` as long as ``func`` is
     deterministic given its arguments (draw seeds up front with :func:`spawn_seeds`).
