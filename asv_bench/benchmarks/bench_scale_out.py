@@ -18,7 +18,8 @@ Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("da
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process). The results
 are checked to equal the serial ones in ``tests/test_scale_out.py``. Under
 ``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are those of the tests,
-about ten times smaller: the run checks that the benchmark works, not the ratio.
+about ten times smaller, and the Dask workers are threads of this process (no worker
+interpreters to start): the run checks that the benchmark works, not the ratio.
 """
 
 import sys
@@ -113,8 +114,10 @@ class ScaleOut:
             environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
             environ.pop("MALLOC_TRIM_THRESHOLD_", None)
             with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+                # the smoke run keeps the workers in this process (no interpreter
+                # start-ups); the recorded ratio needs worker processes
                 self.cluster = distributed.LocalCluster(
-                    n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                    n_workers=2, threads_per_worker=1, processes=not SMOKE, dashboard_address=None
                 )
             self.client = distributed.Client(self.cluster)
 
