@@ -17,9 +17,10 @@ seconds on a quiet 2-core machine:
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process). The results
 are checked to equal the serial ones in ``tests/test_scale_out.py``. Under
-``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are those of the tests,
-about ten times smaller, and the Dask workers are threads of this process (no worker
-interpreters to start): the run checks that the benchmark works, not the ratio.
+``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are much smaller (n = 100;
+8 fits on digits; 4 members on 600 rows), each side runs once, and the Dask workers are
+threads of this process (no worker interpreters to start): the run checks that the
+benchmark works, not the ratio.
 """
 
 import sys
@@ -30,8 +31,9 @@ import numpy as np
 from ._common import SEED, SMOKE, require
 
 WORKLOADS = ["causal_mixture", "reference_fits", "mmi_members"]
-# (causal-mixture rows, digits tiling for the reference fits, for the MMI members)
-SIZES = (200, 2, 1) if SMOKE else (2000, 4, 2)
+# (causal-mixture rows, digits tiling for the reference fits and their number, digits
+# rows for the MMI members and their number); the smoke run only shows the code works
+SIZES = (100, 1, 8, 600, 4) if SMOKE else (2000, 4, 32, 3594, 8)
 
 
 def _pickle_this_module_by_value():
@@ -67,13 +69,15 @@ def _workload(name):
         from sklearn_cispa.utils import parallel_map, spawn_seeds
 
         X2, y2 = np.tile(X, (SIZES[1], 1)) / 16.0, np.tile(y, SIZES[1])
-        tasks = [(X2, y2, s) for s in spawn_seeds(SEED, 32)]
+        tasks = [(X2, y2, s) for s in spawn_seeds(SEED, SIZES[2])]
         _pickle_this_module_by_value()
         return lambda n_jobs: parallel_map(_reference_fit, tasks, n_jobs=n_jobs)
     from sklearn_cispa.uncertainty import MMIUncertainty
 
-    X, y = np.tile(X, (SIZES[2], 1)), np.tile(y, SIZES[2])
-    return lambda n_jobs: MMIUncertainty(n_members=8, random_state=SEED, n_jobs=n_jobs).fit(X, y)
+    X, y = np.tile(X, (2, 1))[: SIZES[3]], np.tile(y, 2)[: SIZES[3]]
+    return lambda n_jobs: MMIUncertainty(
+        n_members=SIZES[4], random_state=SEED, n_jobs=n_jobs
+    ).fit(X, y)
 
 
 def _seconds(run, n_jobs):
@@ -136,6 +140,8 @@ class ScaleOut:
             with parallel_config(backend="dask"):
                 return _seconds(self.run, None)
 
+        if SMOKE:  # one run each: the smoke run checks that the loops work
+            return _seconds(self.run, 1) / parallel_run()
         parallel_run()  # warm-up: start the worker pool, ship the code and the data once
         # serial and parallel runs alternate, the best of two each: a burst of load from
         # another process on a shared machine then hits one run, not the ratio
