@@ -110,3 +110,50 @@ def test_mmi_members_loky_and_dask_match_serial_without_nested_tasks(dask_client
     assert all(est.n_jobs == 1 for est in dask.estimators_)
     # one task per batch of members, not one per tree (the issue measured 160-190)
     assert n_tasks <= 8 + 2, n_tasks
+
+
+def _sklearn_assume_finite(_):
+    import sklearn
+
+    return sklearn.get_config()["assume_finite"]
+
+
+def test_dask_path_runs_one_task_in_place_and_carries_the_sklearn_config(dask_client):
+    import sklearn
+
+    with parallel_config(backend="dask"):
+        # a single task gains nothing from the cluster: no scheduler task at all
+        out, n_tasks = _n_tasks_run(dask_client, lambda: parallel_map(abs, [(-3,)]))
+        assert out == [3] and n_tasks == 0
+        # the batches go to the client directly, with the caller's configuration
+        with sklearn.config_context(assume_finite=True):
+            flags = parallel_map(_sklearn_assume_finite, [(i,) for i in range(6)])
+    assert flags == [True] * 6
+
+
+def test_causal_mixture_small_steps_in_place_large_steps_two_tasks_per_worker(dask_client):
+    X = _chain_data()
+    params = dict(max_components=2, n_init=1, max_iter=20, random_state=0)
+    serial = CausalMixtureDiscoverer(**params).fit(X)
+    with parallel_config(backend="dask"):
+        dask, n_tasks = _n_tasks_run(
+            dask_client, lambda: CausalMixtureDiscoverer(**params).fit(X)
+        )
+    assert_array_equal(dask.adjacency_, serial.adjacency_)
+    assert_array_equal(dask.scores_, serial.scores_)
+    # 20 nodes: one parallel step per search round at most (the first rounds score
+    # hundreds of parent sets; the backward and pruning steps, a handful each, run in
+    # place), each dealt into 2 tasks per worker: at most 20 * 4 scheduler tasks, where
+    # chunks of 16 scores for every step gave about 116
+    assert 0 < n_tasks <= 20 * 4, n_tasks
+
+
+def test_mmi_largest_members_first_keeps_the_member_order(dask_client):
+    X, y = load_digits(return_X_y=True)
+    serial = MMIUncertainty(n_members=6, random_state=1).fit(X, y)
+    loky = MMIUncertainty(n_members=6, random_state=1, n_jobs=2).fit(X, y)
+    assert loky.member_params_ == serial.member_params_
+    for a, b in zip(loky.estimators_, serial.estimators_):
+        assert a.n_estimators == b.n_estimators
+        assert a.random_state == b.random_state
+    assert_array_equal(loky.predict_proba(X), serial.predict_proba(X))

@@ -27,6 +27,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 SEED = 0
+# the CI smoke run (``.ci/run``): problem sizes that only check that a benchmark works,
+# where a module says so; ratios and timings are recorded without it
+SMOKE = os.environ.get("SKLEARN_CISPA_BENCH_SMOKE", "") == "1"
 
 # imported once in the forkserver (see the module docstring); peers are optional
 _PREIMPORT = (

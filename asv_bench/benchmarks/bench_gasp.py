@@ -9,7 +9,8 @@ scikit-optimize); its unique calls show the duplicate waste. A greedy peer queri
 unqueried nearest neighbour of the current best.
 
 The seed counts above are the full protocol, run with ``SKLEARN_CISPA_BENCH_FULL=1``; the
-default (CI smoke) run uses 40 and 5 seeds, enough to show the benchmarks work.
+default run uses 40 and 5 seeds, and the CI smoke run (``SKLEARN_CISPA_BENCH_SMOKE=1``)
+10 and 2, enough to show the benchmarks work.
 """
 
 import os
@@ -17,11 +18,12 @@ import time
 
 import numpy as np
 
-from ._common import require
+from ._common import SMOKE, require
 
 FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
-FAST_SEEDS = 200 if FULL else 40
-SLOW_SEEDS = 25 if FULL else 5
+FAST_SEEDS = 200 if FULL else 10 if SMOKE else 40
+SLOW_SEEDS = 25 if FULL else 2 if SMOKE else 5
+RATIO_REPEATS = 1 if SMOKE else 3
 
 CONFIGS = {
     "discrete-raw": ("discrete", {"reducer": None}, FAST_SEEDS),
@@ -137,7 +139,7 @@ class GaspTimeRatioToSkopt:
         times = {}
         for strategy in ("discrete", "skopt"):
             start = time.perf_counter()
-            for _ in range(3):
+            for _ in range(RATIO_REPEATS):
                 self.make(strategy).fit(self.candidates, embeddings=self.E)
             times[strategy] = time.perf_counter() - start
         return times["discrete"] / times["skopt"]

@@ -10,11 +10,15 @@
   (fixed sigma), tracked beside the loss (global threshold) attack and privacy-meter's
   reference attack (its per-example quantile threshold on the OUT references' losses,
   run through ``privacy_meter.hypothesis_test`` on the same statistics) when installed.
+
+Under ``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the MLPs train for a few
+iterations and the quality row uses 8 smaller references: the run checks that the
+benchmarks work, not the figures.
 """
 
 import numpy as np
 
-from ._common import SEED, require
+from ._common import SEED, SMOKE, require
 
 
 def _digits(n_pool, seed=SEED):
@@ -38,7 +42,7 @@ class LiRAFit:
         self.X, self.y = _digits(500)
         # tasks of about 0.1 s each, so that the parallel speed-up is not all overhead
         self.lira = LiRAMembershipInference(
-            MLPClassifier((64,), max_iter=100), n_reference=32, n_jobs=n_jobs,
+            MLPClassifier((64,), max_iter=10 if SMOKE else 100), n_reference=32, n_jobs=n_jobs,
             random_state=SEED,
         )
 
@@ -113,8 +117,9 @@ class LiRAQuality:
 
         # one BLAS thread, whatever numpy was started with (as in the tests)
         with threadpool_limits(1):
-            lira = lira_digits_audit(SEED, n_pool=500, hidden=(256,), max_iter=400,
-                                     n_reference=32, n_targets=4)
+            size = dict(hidden=(32,), max_iter=40, n_reference=8) if SMOKE else dict(
+                hidden=(256,), max_iter=400, n_reference=32)
+            lira = lira_digits_audit(SEED, n_pool=500, n_targets=4, **size)
         res = lira.evaluate(fprs=(0.01,))
         out = {
             "auc": res["auc"], "tpr1": res["tpr_at_fpr"][0.01],

@@ -10,10 +10,11 @@
   structure of the mask.
 
 The experiment sizes are reduced from the spec's (epochs, seeds) so that the quick run
-stays near a minute on 2 cores.
+stays near a minute on 2 cores; under ``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run)
+the MaxSup and Sign-In comparisons train 3 epochs, enough to show that they work.
 """
 
-from ._common import SEED, limit_torch_threads, require
+from ._common import SEED, SMOKE, limit_torch_threads, require
 
 
 class MaxSupDigits:
@@ -23,7 +24,7 @@ class MaxSupDigits:
         limit_torch_threads(1)
         from sklearn_cispa.report import loss_comparison
 
-        return loss_comparison(SEED, hidden=(128,), max_epochs=15)
+        return loss_comparison(SEED, hidden=(128,), max_epochs=3 if SMOKE else 15)
 
     # one parameterised track per class: ASV starts one process per benchmark function
     def track_metric(self, res, loss, metric):
@@ -46,7 +47,7 @@ class MaxSupHardProblem:
         limit_torch_threads(1)
         from sklearn_cispa.report import hard_problem_split, loss_comparison
 
-        return loss_comparison(SEED, hidden=(128,), max_epochs=20,
+        return loss_comparison(SEED, hidden=(128,), max_epochs=3 if SMOKE else 20,
                                data=hard_problem_split(SEED))
 
     def track_metric(self, res, loss, metric):
@@ -238,7 +239,7 @@ class SignInDigits:
         limit_torch_threads(1)
         from sklearn_cispa.report import pai_early_loss, sign_in_comparison
 
-        res = sign_in_comparison(SEED, sparsity=0.9, epochs=15)
+        res = sign_in_comparison(SEED, sparsity=0.9, epochs=3 if SMOKE else 15)
         res["pai"] = pai_early_loss(("random", "snip", "synflow"), keep=0.2,
                                     random_state=SEED, steps=100, window=(50, 100))
         return res

@@ -2,17 +2,25 @@
 
 Three workloads, each run serially and then in parallel inside the same benchmark call,
 so the recorded number is a ratio (serial time / parallel time; the issue's target is
-at least 1.6 on 2 workers) that machine load affects much less than absolute times:
+at least 1.6 on 2 workers) that machine load affects much less than absolute times.
+The sizes are enlarged over the issue's wording so that the serial run takes several
+seconds on a quiet 2-core machine:
 
 - ``causal_mixture``: the local scores of a 20-node causal-mixture search, through
-  ``CausalMixtureDiscoverer(n_jobs=...)`` (n = 200);
+  ``CausalMixtureDiscoverer(n_jobs=...)`` (n = 2000, 2 components, 1 EM start, 20
+  iterations);
 - ``reference_fits``: 32 LiRA-style reference fits of a logistic regression, each on a
-  random half of shared data (digits tiled to 3594 x 64), through ``parallel_map``;
-- ``mmi_members``: the 8 random-forest members of ``MMIUncertainty`` on digits.
+  random half of shared data (digits tiled to 7188 x 64), through ``parallel_map``;
+- ``mmi_members``: the 8 random-forest members of ``MMIUncertainty`` on digits tiled
+  to 3594 rows.
 
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process). The results
-are checked to equal the serial ones in ``tests/test_scale_out.py``.
+are checked to equal the serial ones in ``tests/test_scale_out.py``. Under
+``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are much smaller (n = 100;
+8 fits on digits; 4 members on 600 rows), each side runs once, and the Dask workers are
+threads of this process (no worker interpreters to start): the run checks that the
+benchmark works, not the ratio.
 """
 
 import sys
@@ -20,9 +28,12 @@ import time
 
 import numpy as np
 
-from ._common import SEED, require
+from ._common import SEED, SMOKE, require
 
 WORKLOADS = ["causal_mixture", "reference_fits", "mmi_members"]
+# (causal-mixture rows, digits tiling for the reference fits and their number, digits
+# rows for the MMI members and their number); the smoke run only shows the code works
+SIZES = (100, 1, 8, 600, 4) if SMOKE else (2000, 4, 32, 3594, 8)
 
 
 def _pickle_this_module_by_value():
@@ -48,7 +59,7 @@ def _workload(name):
         from sklearn_cispa.causal import CausalMixtureDiscoverer
 
         rng = np.random.default_rng(SEED)
-        X = rng.normal(size=(200, 20))
+        X = rng.normal(size=(SIZES[0], 20))
         for j in range(1, 20):
             X[:, j] += 0.8 * X[:, j - 1]
         params = dict(max_components=2, n_init=1, max_iter=20, random_state=SEED)
@@ -57,13 +68,16 @@ def _workload(name):
     if name == "reference_fits":
         from sklearn_cispa.utils import parallel_map, spawn_seeds
 
-        X2, y2 = np.tile(X, (2, 1)) / 16.0, np.tile(y, 2)
-        tasks = [(X2, y2, s) for s in spawn_seeds(SEED, 32)]
+        X2, y2 = np.tile(X, (SIZES[1], 1)) / 16.0, np.tile(y, SIZES[1])
+        tasks = [(X2, y2, s) for s in spawn_seeds(SEED, SIZES[2])]
         _pickle_this_module_by_value()
         return lambda n_jobs: parallel_map(_reference_fit, tasks, n_jobs=n_jobs)
     from sklearn_cispa.uncertainty import MMIUncertainty
 
-    return lambda n_jobs: MMIUncertainty(n_members=8, random_state=SEED, n_jobs=n_jobs).fit(X, y)
+    X, y = np.tile(X, (2, 1))[: SIZES[3]], np.tile(y, 2)[: SIZES[3]]
+    return lambda n_jobs: MMIUncertainty(
+        n_members=SIZES[4], random_state=SEED, n_jobs=n_jobs
+    ).fit(X, y)
 
 
 def _seconds(run, n_jobs):
@@ -95,9 +109,20 @@ class ScaleOut:
 
             # spawned workers may not import this module: ship its functions by value
             cloudpickle.register_pickle_by_value(sys.modules[__name__])
-            self.cluster = distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-            )
+            import dask
+
+            # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers, which also
+            # freezes glibc's mmap threshold: every numpy temporary over 128 kB is then
+            # mapped and unmapped anew, and the same tasks took 1.7x the CPU time of the
+            # calling process (docs/user_guide/parallel.rst). The thread variables stay.
+            environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+            environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+            with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+                # the smoke run keeps the workers in this process (no interpreter
+                # start-ups); the recorded ratio needs worker processes
+                self.cluster = distributed.LocalCluster(
+                    n_workers=2, threads_per_worker=1, processes=not SMOKE, dashboard_address=None
+                )
             self.client = distributed.Client(self.cluster)
 
     def teardown(self, workload, backend):
@@ -109,15 +134,21 @@ class ScaleOut:
     def track_speedup(self, workload, backend):
         from joblib import parallel_config
 
-        self.run(1)  # warm-up (imports, caches)
-        serial = _seconds(self.run, 1)
-        if backend == "loky":
-            self.run(2)  # warm-up: start the reusable worker pool
-            parallel = _seconds(self.run, 2)
-        else:
+        def parallel_run():
+            if backend == "loky":
+                return _seconds(self.run, 2)
             with parallel_config(backend="dask"):
-                self.run(None)  # warm-up: ship the code and the data once
-                parallel = _seconds(self.run, None)
-        return serial / parallel
+                return _seconds(self.run, None)
+
+        if SMOKE:  # one run each: the smoke run checks that the loops work
+            return _seconds(self.run, 1) / parallel_run()
+        parallel_run()  # warm-up: start the worker pool, ship the code and the data once
+        # serial and parallel runs alternate, the best of two each: a burst of load from
+        # another process on a shared machine then hits one run, not the ratio
+        serial, parallel = [], []
+        for _ in range(2):
+            serial.append(_seconds(self.run, 1))
+            parallel.append(parallel_run())
+        return min(serial) / min(parallel)
 
     track_speedup.unit = "x serial"

@@ -28,7 +28,7 @@ from sklearn_cispa.causal._mixture_regression import (
     posterior,
     with_intercept,
 )
-from sklearn_cispa.utils import optional_import, parallel_map, spawn_seeds
+from sklearn_cispa.utils import optional_import, outer_n_jobs, parallel_map, spawn_seeds
 
 # --------------------------------------------------------------------------------------
 # local score
@@ -138,6 +138,18 @@ def _local_scores_task(
 
 
 SCORE_CHUNK = 16  # local scores per batched task (a fixed size: results never depend on it)
+# a search step with fewer local scores runs in the calling process: its batched EM takes
+# less time than a round trip to the workers saves
+PARALLEL_MIN_SCORES = 2 * SCORE_CHUNK
+# tasks per worker of a parallel search step: few large tasks (the batched EM is at least
+# as fast on them), two each so that a worker that finishes first takes another
+TASKS_PER_WORKER = 2
+
+
+def _deal(items, n_chunks):
+    """``items`` dealt round-robin into ``n_chunks`` chunks: each gets the same mix of
+    parent-set sizes (``items`` are sorted by size), so the chunks cost about the same."""
+    return [items[c::n_chunks] for c in range(n_chunks)]
 
 
 class _ScoreCache:
@@ -165,6 +177,8 @@ class _ScoreCache:
         self.max_iter = max_iter
         self.seed = seed
         self.n_jobs = n_jobs
+        # workers of the enclosing loop (asked once: under Dask it is a scheduler call)
+        self.n_workers = outer_n_jobs(n_jobs)
         self.cache = {}
 
     def ensure(self, keys):
@@ -190,26 +204,33 @@ class _ScoreCache:
             (node, tuple(sorted(parents)), self._parent_labels(parents))
             for node, parents in missing
         ]
-        tasks = [
-            (
-                self.X,
-                items[i : i + SCORE_CHUNK],
-                self.max_components,
-                self.n_init,
-                self.max_iter,
-                self.seed,
-                self.min_separation,
-                self.heavy_tails,
-            )
-            for i in range(0, len(items), SCORE_CHUNK)
-        ]
-        results = [
-            res
-            for chunk in parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs)
-            for res in chunk
-        ]
+        # Small steps (the backward and pruning steps score a handful of parent sets) run
+        # here; a large one is dealt into TASKS_PER_WORKER tasks per worker of equal cost
+        if self.n_workers == 1 or len(items) < PARALLEL_MIN_SCORES:
+            chunks = [items[i : i + SCORE_CHUNK] for i in range(0, len(items), SCORE_CHUNK)]
+            out = [_local_scores_task(*self._task(chunk)) for chunk in chunks]
+            results = [res for chunk in out for res in chunk]
+        else:
+            n_chunks = min(self.n_workers * TASKS_PER_WORKER, len(items) // SCORE_CHUNK)
+            tasks = [self._task(chunk) for chunk in _deal(items, n_chunks)]
+            out = parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs, batch_size=1)
+            results = [None] * len(items)
+            for c, chunk in enumerate(out):
+                results[c::n_chunks] = chunk
         for key, res in zip(missing, results):
             self.cache[key] = res
+
+    def _task(self, items):
+        return (
+            self.X,
+            items,
+            self.max_components,
+            self.n_init,
+            self.max_iter,
+            self.seed,
+            self.min_separation,
+            self.heavy_tails,
+        )
 
     def _parent_labels(self, parents):
         if not self.share:

@@ -237,11 +237,23 @@ class MMIUncertainty(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"data contains only one class: {self.classes_[0]!r}."
             )
         members, params = self._build_members()
+        order = np.arange(len(members))
         if outer_n_jobs(self.n_jobs) != 1:
             members = [pin_n_jobs(est) for est in members]
-        self.estimators_ = parallel_map(
-            _fit_member, [(est, X, y) for est in members], n_jobs=self.n_jobs, prefer="threads"
+            if self.estimator is None:
+                # largest forests first (trees x features tried per split): the workers
+                # then finish together instead of one waiting on a late large member
+                cost = [p["n_estimators"] * p["max_features"] for p in params]
+                order = np.argsort(-np.asarray(cost), kind="stable")
+        fitted = parallel_map(
+            _fit_member,
+            [(members[i], X, y) for i in order],
+            n_jobs=self.n_jobs,
+            prefer="threads",
         )
+        self.estimators_ = [None] * len(members)
+        for i, est in zip(order, fitted):
+            self.estimators_[i] = est
         self.member_params_ = params
         if len(self.estimators_) > 1 and params[0]:
             # probe midpoints of random pairs of training rows: interpolating members

@@ -11,7 +11,10 @@ Three things make the loop scale out rather than drown in overhead:
   loky memory-maps it once per call and Dask scatters it once; under Dask the scattered
   copy is also kept for later calls (search rounds) while the caller's object lives;
 - **small tasks are grouped**: the tasks are cut into about four batches per worker, in
-  order, instead of one scheduler round trip per task;
+  order, instead of one scheduler round trip per task; a single task runs in place;
+- **one round trip per call under Dask**: the batches go to the Dask client directly
+  (``client.submit`` and one ``gather``), at about a third of the per-call cost of
+  joblib's Dask backend, which a search pays once per round;
 - **no nested parallelism**: inside an outer parallel loop every task runs with joblib's
   sequential backend, so members that open their own loops (random forests with
   ``n_jobs``) do not multiply the workers or flood a Dask scheduler with tiny tasks.
@@ -166,6 +169,21 @@ def _run_batch(func, batch, pin, *shared):
     return run()
 
 
+def _run_batch_with_config(config, payload, *shared):
+    """:func:`_run_batch` (pinned) under the caller's scikit-learn configuration: the
+    task of the direct Dask path, which does not go through ``sklearn.utils.parallel``.
+
+    ``payload`` is ``(func, batch)`` pickled with cloudpickle, as joblib ships its tasks:
+    Dask pickles a function by reference when it can, which fails on a worker that
+    cannot import its module (a script, or one registered for pickling by value)."""
+    import cloudpickle
+    from sklearn import config_context
+
+    func, batch = cloudpickle.loads(payload)
+    with config_context(**config):
+        return _run_batch(func, batch, True, *shared)
+
+
 def _nbytes(obj):
     nbytes = getattr(obj, "nbytes", None)
     return int(nbytes) if isinstance(nbytes, numbers.Integral) else 0
@@ -187,17 +205,13 @@ def _split_shared(tasks):
     return stripped, [objects[i] for i in shared_ids]
 
 
-def _dask_backend_with_cached_scatter(backend, shared):
-    """A Dask backend on the same client whose futures include the shared arguments.
+def _scattered_futures(client, shared):
+    """Dask futures of the shared arguments, scattered to every worker once.
 
     Arguments scattered by an earlier call (same object, still alive) are reused, so a
     loop of search rounds sends the data to the cluster once.
     """
-    from joblib._dask import DaskDistributedBackend
-
-    client = backend.client
     cache = _SCATTERED.setdefault(id(client), {})
-    futures = {}
     with _SCATTER_LOCK:
         for key, (ref, fut) in list(cache.items()):
             # drop entries whose object died (its id may be reused) or whose data is gone
@@ -208,15 +222,36 @@ def _dask_backend_with_cached_scatter(backend, shared):
             scattered = client.scatter(missing, broadcast=True, hash=False)
             for obj, fut in zip(missing, scattered):
                 cache[id(obj)] = (weakref.ref(obj), fut)
-        for obj in shared:
-            futures[id(obj)] = cache[id(obj)][1]
-    new = DaskDistributedBackend(
-        client=client, wait_for_workers_timeout=backend.wait_for_workers_timeout
-    )
-    new.data_futures.update(backend.data_futures)
-    new.data_futures.update(futures)
-    new._scatter = list(getattr(backend, "_scatter", [])) + list(shared)
-    return new
+        return [cache[id(obj)][1] for obj in shared]
+
+
+def _dask_map(backend, func, batches, shared):
+    """Run the batches on the Dask client of ``backend`` directly.
+
+    joblib's Dask backend costs about three times a plain ``client.submit`` and
+    ``gather`` per call (a result-collection loop polled every 10 ms, a new backend per
+    call to add the scattered data); a search that calls the loop once per round pays
+    that every round. The scikit-learn configuration travels with each batch, as
+    ``sklearn.utils.parallel`` would carry it.
+    """
+    import cloudpickle
+    from sklearn import get_config
+
+    client = backend.client
+    futures_shared = _scattered_futures(client, shared) if shared else []
+    config = get_config()
+    kwargs = {"pure": False, **getattr(backend, "submit_kwargs", {})}
+    futures = [
+        client.submit(
+            _run_batch_with_config,
+            config,
+            cloudpickle.dumps((func, batch)),
+            *futures_shared,
+            **kwargs,
+        )
+        for batch in batches
+    ]
+    return client.gather(futures)
 
 
 @validate_params(
@@ -246,9 +281,13 @@ def parallel_map(
       ``joblib.parallel_config(backend="dask")`` it is scattered to every worker and the
       scattered copy is reused by later calls while the object is alive;
     - the tasks are grouped, in order, into about four batches per worker
-      (``batch_size="auto"``) or into batches of ``batch_size`` tasks;
+      (``batch_size="auto"``) or into batches of ``batch_size`` tasks; under Dask the
+      batches are submitted to the client of the active backend directly, with the
+      caller's scikit-learn configuration;
     - every task runs inside ``joblib.parallel_config(backend="sequential")``, so its
       own joblib loops (for example a random forest's ``n_jobs``) run in one job.
+
+    A single task always runs in the calling process.
 
     The results do not depend on the backend or on ``n_jobs`` as long as ``func`` is
     deterministic given its arguments (draw seeds up front with :func:`spawn_seeds`).
@@ -289,8 +328,9 @@ def parallel_map(
         return []
     n_workers = outer_n_jobs(n_jobs)
     backend, _ = get_active_backend()
-    on_dask = type(backend).__name__ == "DaskDistributedBackend"
-    if n_workers == 1 and not on_dask:
+    on_dask = type(backend).__name__ == "DaskDistributedBackend" and require is None
+    # one task gains nothing from a pool: it runs here, without the round trip
+    if len(tasks) == 1 or (n_workers == 1 and not on_dask):
         return [func(*args) for args in tasks]
 
     stripped, shared = _split_shared(tasks)
@@ -300,10 +340,9 @@ def parallel_map(
         size = int(batch_size)
     batches = [stripped[i : i + size] for i in range(0, len(stripped), size)]
 
-    config = {}
-    if shared and on_dask:
-        config["backend"] = _dask_backend_with_cached_scatter(backend, shared)
-    with parallel_config(**config):
+    if on_dask:
+        out = _dask_map(backend, func, batches, shared)
+    else:
         parallel = Parallel(n_jobs=n_jobs, verbose=verbose, prefer=prefer, require=require)
         out = parallel(delayed(_run_batch)(func, batch, True, *shared) for batch in batches)
     return [result for batch in out for result in batch]
