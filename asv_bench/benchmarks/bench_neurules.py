@@ -520,14 +520,9 @@ class SeedSpread:
 
 def _planted_list_table(n, seed):
     """The spec's planted list (section 7.4): five U(0, 1) columns, no label noise."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0, 1, (n, 5))
-    y = np.where(
-        (X[:, 0] > 0.6) & (X[:, 1] < 0.3),
-        1,
-        np.where(X[:, 2] > 0.7, 0, np.where(X[:, 0] < 0.2, 1, 0)),
-    )
-    return X, y
+    from sklearn_cispa.report import planted_rule_table
+
+    return planted_rule_table(n, seed)
 
 
 class StepBudget:

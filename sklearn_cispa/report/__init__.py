@@ -69,6 +69,8 @@ _HELPERS = {
     "minimal_zero_set": "_neurons_eval",
     "reference_ids": "_neurons_eval",
     "train_canary_model": "_neurons_eval",
+    # NeurulesClassifier
+    "planted_rule_table": "_neurules_eval",
     # seed-to-seed statistics of the rows
     "mean_sd": "_stats",
     "paired_difference": "_stats",

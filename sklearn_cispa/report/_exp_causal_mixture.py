@@ -5,7 +5,7 @@ import time
 import numpy as np
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
-from sklearn_cispa.report._stats import fmt_pm, mean_sd, paired_difference
+from sklearn_cispa.report._stats import fmt_pm, mean_sd, paired_difference, seed_bars
 from sklearn_cispa.utils import is_available
 
 
@@ -86,10 +86,7 @@ def run(*, quick, out_dir, random_state):
         series = [("CMM", res["cmm"])]
         if have_peers:
             series += [("GES", res["ges"]), ("DirectLiNGAM", res["lingam"])]
-        for i, (label, values) in enumerate(series):
-            ax.bar(i, np.mean(values), color="tab:blue" if i == 0 else "tab:gray", alpha=0.8)
-            ax.plot(np.full(len(values), i), values, "k.", ms=6)
-        ax.set_xticks(range(len(series)), [s[0] for s in series])
+        seed_bars(ax, series)
         ax.set_ylabel("directed-edge F1")
         ax.set_ylim(0, 1.05)
         ax.set_title(f"N=6, n={n_samples}, {n_seeds} seeds (dots: seeds)")

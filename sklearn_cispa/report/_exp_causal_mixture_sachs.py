@@ -4,7 +4,7 @@ causal-learn GES, PC and DirectLiNGAM (issue 23)."""
 import numpy as np
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
-from sklearn_cispa.report._stats import fmt_pm, mean_sd, paired_difference
+from sklearn_cispa.report._stats import fmt_pm, mean_sd, paired_difference, seed_bars
 from sklearn_cispa.utils import is_available
 
 
@@ -38,10 +38,7 @@ def run(*, quick, out_dir, random_state):
     if plt is not None:
         fig, ax = plt.subplots(figsize=(4.8, 3.2))
         labels = {"cmm": "CMM", "ges": "GES", "pc": "PC", "lingam": "DirectLiNGAM"}
-        for i, (method, values) in enumerate(f1.items()):
-            ax.bar(i, np.mean(values), color="tab:blue" if i == 0 else "tab:gray", alpha=0.8)
-            ax.plot(np.full(len(values), i), values, "k.", ms=6)
-        ax.set_xticks(range(len(f1)), [labels[m] for m in f1])
+        seed_bars(ax, [(labels[m], values) for m, values in f1.items()])
         ax.set_ylabel("directed-edge F1")
         ax.set_ylim(0, 1.0)
         ax.set_title(f"Sachs, {rows} rows/condition, log (dots: subsamples)")

@@ -4,7 +4,7 @@ split digits, Sign-In vs plain sparse training (one row each, 3 seeds in quick).
 import numpy as np
 
 from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experiment, save_figure
-from sklearn_cispa.report._stats import fmt_pm, mean_sd, paired_difference
+from sklearn_cispa.report._stats import fmt_pm, mean_sd, paired_difference, seed_bars
 from sklearn_cispa.utils import spawn_seeds
 
 
@@ -20,10 +20,7 @@ def _bars(out_dir, name, labels, per_seed, ylabel, title):
         return ()
     fig, ax = plt.subplots(figsize=(4.8, 3.2))
     colors = ["#999999", "#4c72b0", "#dd8452", "#55a868"]
-    for i, values in enumerate(per_seed):
-        ax.bar(i, np.mean(values), color=colors[i % len(colors)], alpha=0.8)
-        ax.plot(np.full(len(values), i), values, "k.", ms=6)
-    ax.set_xticks(range(len(labels)), labels)
+    seed_bars(ax, list(zip(labels, per_seed)), colors)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     return save_figure(fig, out_dir, f"{name}.png")

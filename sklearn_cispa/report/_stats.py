@@ -69,3 +69,16 @@ def fmt_pm(mean, sd, digits=3):
     if sd is None or math.isnan(sd):
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def seed_bars(ax, series, colors=None):
+    """One bar per method at the mean of its per-seed values, the values as dots.
+
+    ``series`` is a list of ``(label, values)``; ``colors`` one colour per bar (default:
+    the first bar blue, the peers grey).
+    """
+    for i, (_, values) in enumerate(series):
+        color = colors[i % len(colors)] if colors else ("tab:blue" if i == 0 else "tab:gray")
+        ax.bar(i, np.mean(values), color=color, alpha=0.8)
+        ax.plot(np.full(len(values), i), values, "k.", ms=6)
+    ax.set_xticks(range(len(series)), [label for label, _ in series])

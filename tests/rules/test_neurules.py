@@ -19,6 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.tree import DecisionTreeClassifier
 
+from sklearn_cispa.report import planted_rule_table
 from sklearn_cispa.rules import NeurulesClassifier, Rule
 from sklearn_cispa.rules._neurules import _CONJUNCTION_EPS, _soft_forward
 
@@ -51,13 +52,7 @@ def thresholds_in_range(clf, X_train):
 
 
 def planted(n, rng):
-    X = rng.uniform(size=(n, 5))
-    y = np.where(
-        (X[:, 0] > 0.6) & (X[:, 1] < 0.3),
-        1,
-        np.where(X[:, 2] > 0.7, 0, np.where(X[:, 0] < 0.2, 1, 0)),
-    )
-    return X, y
+    return planted_rule_table(n, rng)
 
 
 @pytest.fixture(scope="module")
@@ -802,14 +797,7 @@ def test_default_batch_size_and_dtype():
 
 def planted_list_table(n, seed):
     """The spec's planted list (section 7.4) on five U(0, 1) columns, no label noise."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0, 1, (n, 5))
-    y = np.where(
-        (X[:, 0] > 0.6) & (X[:, 1] < 0.3),
-        1,
-        np.where(X[:, 2] > 0.7, 0, np.where(X[:, 0] < 0.2, 1, 0)),
-    )
-    return X, y
+    return planted_rule_table(n, seed)
 
 
 @pytest.mark.slow

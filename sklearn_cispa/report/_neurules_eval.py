@@ -1,0 +1,20 @@
+"""Data of NeurulesClassifier's experiments, shared by its tests and benchmarks."""
+
+import numpy as np
+
+
+def planted_rule_table(n_samples, random_state):
+    """The spec's planted rule list (section 7.4): five U(0, 1) columns, no label noise.
+
+    ``y = 1`` if ``x0 > 0.6 and x1 < 0.3``, else ``0`` if ``x2 > 0.7``, else ``1`` if
+    ``x0 < 0.2``, else ``0``. ``random_state`` is an int seed or a numpy ``Generator``.
+    Returns ``X`` of shape (n_samples, 5) and ``y``.
+    """
+    rng = np.random.default_rng(random_state)
+    X = rng.uniform(0, 1, (n_samples, 5))
+    y = np.where(
+        (X[:, 0] > 0.6) & (X[:, 1] < 0.3),
+        1,
+        np.where(X[:, 2] > 0.7, 0, np.where(X[:, 0] < 0.2, 1, 0)),
+    )
+    return X, y
