@@ -435,27 +435,9 @@ SPREAD_SEEDS = [0, 1, 2]
 
 def _survey_table(n=6000, seed=0):
     """Survey-like table (the one of the stability test in tests/rules/test_neurules.py)."""
-    rng = np.random.default_rng(seed)
-    X = np.column_stack(
-        [
-            rng.integers(1, 6, n),
-            rng.integers(1, 6, n),
-            rng.integers(0, 4, n),
-            rng.poisson(2, n),
-            rng.poisson(5, n),
-            rng.integers(18, 80, n),
-            rng.integers(0, 2, n),
-            rng.integers(1, 11, n),
-        ]
-    ).astype(float)
-    z = (
-        0.8 * (X[:, 0] >= 4)
-        + 0.6 * (X[:, 3] > 2)
-        + 0.5 * (X[:, 5] > 50)
-        - 0.4 * (X[:, 7] < 4)
-        + rng.normal(0, 0.8, n)
-    )
-    return X, (z > np.quantile(z, 0.68)).astype(int)
+    from sklearn_cispa.report import survey_like_table
+
+    return survey_like_table(n, seed)
 
 
 class SeedSpread:

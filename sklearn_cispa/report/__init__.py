@@ -71,6 +71,7 @@ _HELPERS = {
     "train_canary_model": "_neurons_eval",
     # NeurulesClassifier
     "planted_rule_table": "_neurules_eval",
+    "survey_like_table": "_neurules_eval",
     # seed-to-seed statistics of the rows
     "mean_sd": "_stats",
     "paired_difference": "_stats",

@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.tree import DecisionTreeClassifier
 
-from sklearn_cispa.report import planted_rule_table
+from sklearn_cispa.report import planted_rule_table, survey_like_table
 from sklearn_cispa.rules import NeurulesClassifier, Rule
 from sklearn_cispa.rules._neurules import _CONJUNCTION_EPS, _soft_forward
 
@@ -845,27 +845,7 @@ def test_convergence_warning_when_loss_still_falls():
 
 def survey_table(n, seed):
     """Survey-like table: 8 ordinal, count and binary columns, about 32% positives."""
-    rng = np.random.default_rng(seed)
-    X = np.column_stack(
-        [
-            rng.integers(1, 6, n),
-            rng.integers(1, 6, n),
-            rng.integers(0, 4, n),
-            rng.poisson(2, n),
-            rng.poisson(5, n),
-            rng.integers(18, 80, n),
-            rng.integers(0, 2, n),
-            rng.integers(1, 11, n),
-        ]
-    ).astype(float)
-    z = (
-        0.8 * (X[:, 0] >= 4)
-        + 0.6 * (X[:, 3] > 2)
-        + 0.5 * (X[:, 5] > 50)
-        - 0.4 * (X[:, 7] < 4)
-        + rng.normal(0, 0.8, n)
-    )
-    return X, (z > np.quantile(z, 0.68)).astype(int)
+    return survey_like_table(n, seed)
 
 
 def noisy_planted_table(n, seed):
