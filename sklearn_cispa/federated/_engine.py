@@ -245,25 +245,72 @@ def run_local_sgd(
     return theta_bar, loss_curve, consensus
 
 
-def _reparametrisation(machines, fit_intercept):
-    """T such that ``theta = T @ u`` fits standardised columns (u's design is centred and
-    scaled per column over the pooled, weighted rows)."""
-    p = machines.p
-    rw = machines.weights[:, None] * machines.mask  # pooled row weights, summing to 1
-    mean = np.einsum("mn,mnp->p", rw, machines.Z)
+def standardising_map(Z, row_weights, fit_intercept):
+    """The matrix ``T`` such that ``theta = T @ u`` is a model on standardised columns.
+
+    ``u``'s design ``Z @ T`` has centred columns of unit variance over the rows, weighted
+    by ``row_weights`` (summing to 1), when ``Z``'s last column is the intercept's column
+    of ones (``fit_intercept=True``); without an intercept its columns have unit root mean
+    square. Minimising in ``u`` is well conditioned for any units and offsets of the
+    columns, which the normal equations or L-BFGS on raw columns are not. Constant
+    columns keep their scale.
+    """
+    p = Z.shape[1]
+    mean = row_weights @ Z
     d = p - 1 if fit_intercept else p
     T = np.eye(p)
     if fit_intercept:
-        var = np.einsum("mn,mnp->p", rw, (machines.Z - mean) ** 2)
+        var = row_weights @ (Z - mean) ** 2
         scale = np.sqrt(np.maximum(var[:d], 0.0))
         scale[~(scale > 0)] = 1.0
         T[np.arange(d), np.arange(d)] = 1.0 / scale
         T[d, :d] = -mean[:d] / scale
     else:
-        rms = np.sqrt(np.einsum("mn,mnp->p", rw, machines.Z**2))
+        rms = np.sqrt(row_weights @ Z**2)
         rms[~(rms > 0)] = 1.0
         T[np.arange(p), np.arange(p)] = 1.0 / rms
     return T
+
+
+def _reparametrisation(machines, fit_intercept):
+    """:func:`standardising_map` over the machines' pooled rows, weighted as in ``F``."""
+    rw = machines.weights[:, None] * machines.mask  # pooled row weights, summing to 1
+    return standardising_map(machines.Z.reshape(-1, machines.p), rw.ravel(), fit_intercept)
+
+
+def least_squares_minimum(Z, Y, row_weights, alpha, penalized, T):
+    """The minimiser of ``sum_i row_weights_i ||z_i theta - y_i||^2 / 2 + alpha/2
+    ||penalized * theta||^2``, the least-squares objective ``F``.
+
+    Solved as a least-squares problem on the standardised design ``Z @ T`` (never through
+    ``Z^T Z``, whose entries lose the columns' variation to their offsets), so it is
+    accurate for any units and offsets of the columns. ``Y`` has shape (n, k).
+    """
+    root = np.sqrt(row_weights)[:, None]
+    design, target = root * (Z @ T), root * Y
+    if alpha:
+        ridge = np.sqrt(alpha) * np.asarray(penalized, dtype=np.float64).ravel()[:, None] * T
+        design = np.vstack([design, ridge])
+        target = np.vstack([target, np.zeros((len(ridge), Y.shape[1]))])
+    return T @ np.linalg.lstsq(design, target, rcond=None)[0]
+
+
+def lbfgs_minimum(fun, T, theta_start, **options):
+    """L-BFGS on ``fun(theta) -> (value, gradient)`` in the coordinates ``theta = T @ u``.
+
+    Returns the minimiser ``theta``, the value there, and the largest absolute entry of
+    the gradient in ``u`` (scale-free: the gradient of the standardised problem).
+    """
+    shape = np.shape(theta_start)
+    u0 = np.linalg.solve(T, np.asarray(theta_start, dtype=np.float64)).ravel()
+
+    def fun_u(u):
+        value, grad = fun(T @ u.reshape(shape))
+        return value, (T.T @ np.reshape(grad, shape)).ravel()
+
+    res = minimize(fun_u, u0, jac=True, method="L-BFGS-B", options=options)
+    grad_u = fun_u(res.x)[1]
+    return T @ res.x.reshape(shape), float(res.fun), float(np.max(np.abs(grad_u)))
 
 
 def _null_model(machines, theta0, fit_intercept):
@@ -290,7 +337,7 @@ def relative_objective_gap(machines, theta0, theta, fit_intercept):
     zero feature weights (the intercept alone; zero without an intercept), so that 1
     means the features' part was not learned at all. Differences below 0.1% of the
     initial gap ``F(theta0) - min F`` count as 0. ``min F`` is exact for least squares
-    (the normal equations of the pooled, weighted problem) and found by L-BFGS in
+    (a least-squares solve on the standardised, weighted rows) and found by L-BFGS in
     standardised coordinates, started at ``theta``, for the logistic and multinomial
     losses.
     """
@@ -307,24 +354,15 @@ def relative_objective_gap(machines, theta0, theta, fit_intercept):
         f0, f = F(theta0), F(theta)
         T = _reparametrisation(machines, fit_intercept)
         if machines.loss_name == "squared":
-            # the normal equations in standardised coordinates (well conditioned for any
-            # units and offsets of the columns)
-            H = np.tensordot(w, machines.A, axes=1) + machines.alpha * np.diagflat(
-                machines.penalized
+            rw = (w[:, None] * machines.mask).ravel()
+            best = least_squares_minimum(
+                machines.Z.reshape(-1, machines.p), machines.Y.reshape(len(rw), -1), rw,
+                machines.alpha, machines.penalized, T,
             )
-            b = np.tensordot(w, machines.c, axes=1)
-            best = T @ np.linalg.lstsq(T.T @ H @ T, T.T @ b, rcond=None)[0]
             f_min = min(f, F(best))
         else:
-            shape = theta.shape
-            u0 = np.linalg.solve(T, theta).ravel()
-
-            def fun(u):
-                t = T @ u.reshape(shape)
-                return F(t), (T.T @ G(t)).ravel()
-
-            res = minimize(fun, u0, jac=True, method="L-BFGS-B", options={"maxiter": 200})
-            f_min = min(f, float(res.fun)) if np.isfinite(res.fun) else f
+            _, f_best, _ = lbfgs_minimum(lambda t: (F(t), G(t)), T, theta, maxiter=200)
+            f_min = min(f, f_best) if np.isfinite(f_best) else f
         f_null = F(_null_model(machines, theta0, fit_intercept))
     gap0 = f0 - f_min
     if not (np.isfinite(gap0) and np.isfinite(f)) or gap0 <= 1e-12 * max(1.0, abs(f0)):

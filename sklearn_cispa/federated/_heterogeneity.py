@@ -4,11 +4,12 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
+
+from ._engine import lbfgs_minimum, least_squares_minimum, standardising_map
 
 # sup |d^3/dz^3 log(1 + e^z)| = 1 / (6 sqrt(3)); for log-sum-exp a crude bound of 2
 _THIRD_DERIVATIVE = {"logistic": 1.0 / (6.0 * np.sqrt(3.0)), "multinomial": 2.0}
@@ -95,7 +96,9 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         optimum is found numerically (L-BFGS), the Hessians are taken there, and ``Q``
         is an upper bound of the Lipschitz constant of the Hessians (no longer 0). A
         ``ConvergenceWarning`` says when no minimiser exists (separable classes with
-        ``alpha=0``).
+        ``alpha=0``). For both losses ``theta*`` is computed in standardised coordinates
+        (a least-squares solve on the standardised design, or L-BFGS there), so it is
+        accurate for any units and offsets of the columns.
 
     Returns
     -------
@@ -139,12 +142,17 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         pen[-1] = 0.0
     alpha = float(alpha)
     grams = np.stack([Z[s].T @ Z[s] / len(s) for s in shards])
+    # theta* is found in standardised coordinates (well conditioned for any units and
+    # offsets of the columns), with the objective's own row weights
+    row_weights = np.empty(n)
+    for w, s in zip(weights, shards):
+        row_weights[s] = w / len(s)
+    T = standardising_map(Z, row_weights, fit_intercept)
     if loss == "squared":
         k = 1
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         cs = np.stack([Z[s].T @ y[s] / len(s) for s in shards])
-        A_bar = np.einsum("m,mpq->pq", weights, grams) + alpha * np.diag(pen)
-        theta = np.linalg.lstsq(A_bar, weights @ cs, rcond=None)[0]
+        theta = least_squares_minimum(Z, y[:, None], row_weights, alpha, pen, T)[:, 0]
         grads = np.einsum("mpq,q->mp", grams, theta) - cs + alpha * pen * theta
         hessians = grams + alpha * np.diag(pen)[None]
         row_grads = [Z[s] * (Z[s] @ theta - y[s])[:, None] for s in shards]
@@ -169,18 +177,18 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
             value += 0.5 * alpha * np.sum(penk * theta**2)
             return value, (grad + alpha * penk * theta).ravel()
 
-        res = minimize(objective, np.zeros(p * k), jac=True, method="L-BFGS-B",
-                       options={"maxiter": 10000, "gtol": 1e-12, "ftol": 1e-15})
-        grad_norm = float(np.max(np.abs(objective(res.x)[1])))
-        if (alpha == 0 and res.fun < 1e-6) or grad_norm > 1e-5:
+        theta, value, grad_norm = lbfgs_minimum(
+            lambda flat: objective(flat.ravel()), T, np.zeros((p, k)),
+            maxiter=10000, gtol=1e-12, ftol=1e-15,
+        )
+        if (alpha == 0 and value < 1e-6) or grad_norm > 1e-5:
             warnings.warn(
                 "The logistic objective has no well-defined minimiser here (the classes "
-                f"look separable: loss {res.fun:.2g}, gradient {grad_norm:.2g}); "
+                f"look separable: loss {value:.2g}, gradient {grad_norm:.2g}); "
                 "theta_star, zeta_star and tau are not meaningful. Set alpha > 0.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        theta = res.x.reshape(p, k)
         grads, hessians, row_grads = [], [], []
         for s in shards:
             _, g, rows, prob = _logistic_parts(Z[s], Y[s], theta, kind)

@@ -215,8 +215,9 @@ class _BaseLocalSGD(BaseEstimator):
         return theta
 
     def _theta_from_fit(self, n_features):
-        """The previous fit's parameters as a (p, k) array, for warm starts."""
-        if not hasattr(self, "coef_"):
+        """The previous fit's parameters as a (p, k) array when ``warm_start`` applies
+        (a previous fit on as many features), else None."""
+        if not (self.warm_start and hasattr(self, "coef_")):
             return None
         coef = np.atleast_2d(self.coef_)
         if coef.shape[1] != n_features:
@@ -430,9 +431,8 @@ class LocalSGDRegressor(RegressorMixin, _BaseLocalSGD):
             The fitted estimator.
         """
         self._check_torch_rows(X)
-        warm = self.warm_start and hasattr(self, "coef_")
-        theta_init = self._theta_from_fit(np.shape(X)[-1]) if warm else None
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        theta_init = self._theta_from_fit(X.shape[1])
         theta = self._fit(X, y, groups, "squared", y[:, None], 1, theta_init)
         d = X.shape[1]
         self.coef_ = theta[:d, 0].copy()
@@ -529,9 +529,8 @@ class LocalSGDClassifier(ClassifierMixin, _BaseLocalSGD):
             The fitted estimator.
         """
         self._check_torch_rows(X)
-        warm = self.warm_start and hasattr(self, "coef_")
-        theta_init = self._theta_from_fit(np.shape(X)[-1]) if warm else None
         X, y = validate_data(self, X, y, dtype=np.float64)
+        theta_init = self._theta_from_fit(X.shape[1])
         check_classification_targets(y)
         classes = np.unique(y)
         if self.backend == "torch":
@@ -544,7 +543,7 @@ class LocalSGDClassifier(ClassifierMixin, _BaseLocalSGD):
                 f"LocalSGDClassifier needs samples of at least 2 classes; got 1 class "
                 f"({classes[0]!r})."
             )
-        if warm and not np.array_equal(getattr(self, "classes_", classes), classes):
+        if theta_init is not None and not np.array_equal(self.classes_, classes):
             theta_init = None
         self.classes_ = classes
         codes = np.searchsorted(classes, y)
