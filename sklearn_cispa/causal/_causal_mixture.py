@@ -672,6 +672,17 @@ class CausalMixtureDiscoverer(BaseEstimator):
     and mixed-node ARI 0.669 (0.670 before); the golden demo result is unchanged.
     Skewed positive data (log-normal) still look mixed: take logarithms first.
 
+    ``mixing_evidence_`` ranks the nodes by how mixed they look, beyond the yes/no of
+    ``n_components_``: the BIC gain of the node's best mixture over its best single
+    mechanism, per row (half the log-likelihood ratio per row, minus the penalty). Its
+    sign agrees with ``n_components_ > 1`` unless ``share_parent_groups`` or the
+    separation rule decide; it is refitted after the search with the search's seeds
+    (about one more local score per node). To check it against known targets, see
+    ``sklearn_cispa.report.evidence_auc``. On the spec's generated data the truly
+    mixed nodes rank first (AUC 0.94 over 4 seeds); under a fitted Student-t single
+    mechanism the evidence stayed below -0.005 per row in every parametric-bootstrap
+    draw measured, so the BIC threshold (0) already sits in the null's far tail.
+
     Ordering ties go to the first candidate, within a relative tolerance of 1e-9: the
     single-mechanism (Gaussian) BIC is score equivalent, so two unmixed nodes tie exactly
     in theory, and without the tolerance rounding noise would break the tie at random.
