@@ -223,7 +223,13 @@ def _paper_cache():
 
 
 class SachsPaperSetting:
-    """Directed-edge F1 on all 5846 rows (the reference runner's setting), raw and log."""
+    """Directed-edge F1 on all 5846 rows (the reference runner's setting), raw and log.
+
+    Measured (directed F1 / reference F1): raw, defaults 0.259 / 0.267, plain BIC
+    0.291 / 0.231, GES 0.271 / 0.174, PC 0.364 / 0.267, DirectLiNGAM 0.203 / 0.216;
+    log, defaults 0.246 / 0.222, plain BIC 0.305 / 0.323, GES 0.258 / 0.207, PC
+    0.233 / 0.261, DirectLiNGAM 0.230 / 0.222.
+    """
 
     timeout = 3600
     setup_cache = staticmethod(_paper_cache)
@@ -249,7 +255,8 @@ class SachsPaperSetting:
 
 class SachsPaperEvidence:
     """AUC of ``mixing_evidence_`` for the five targets among the 11 nodes (chance 0.5)
-    and its exact permutation p-value over node labels, all 5846 rows."""
+    and its exact permutation p-value over node labels, all 5846 rows (measured with
+    the defaults: 0.53, p 0.47, raw and log)."""
 
     timeout = 3600
     setup_cache = staticmethod(_paper_cache)
