@@ -24,7 +24,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from sklearn_cispa.causal import CausalMixtureDiscoverer
 from sklearn_cispa.datasets import load_sachs
-from sklearn_cispa.report import edge_f1, shd, skeleton_f1
+from sklearn_cispa.report import edge_f1, evidence_auc, shd, skeleton_f1
 
 sachs = load_sachs()
 rng = np.random.default_rng(0)
@@ -69,5 +69,31 @@ ax.set_xticks(range(len(targets)), [f"on {names[j]}" for _, j in targets], rotat
 ax.set_yticks(range(len(names)), names)
 ax.set_title("AMI: node groups vs condition")
 fig.colorbar(im, ax=ax, shrink=0.8)
+fig.tight_layout()
+plt.show()
+
+# %%
+# How mixed each node looks
+# -------------------------
+# ``mixing_evidence_`` is the BIC gain of a node's best mixture over one mechanism, per
+# row (positive: the node is called mixed). Ranking the nodes by it and asking how well
+# the five targets come first gives an AUC (0.5 is chance) and an exact permutation
+# p-value over node labels. On these data the targets do not come first: the inhibitors
+# act on a target's activity, which shows in its children, and the pooled conditions
+# shift almost every node (AUC 0.30-0.47 on log subsamples of 100 rows per condition).
+auc, p_value = evidence_auc(cmm.mixing_evidence_, [j for _, j in targets])
+print(f"AUC of the mixing evidence for the 5 targets: {auc:.2f} (permutation p {p_value:.2f})")
+is_target = np.isin(np.arange(len(names)), [j for _, j in targets])
+order = np.argsort(-cmm.mixing_evidence_)
+fig, ax = plt.subplots(figsize=(5.5, 3.2))
+ax.bar(
+    range(len(names)),
+    cmm.mixing_evidence_[order],
+    color=np.where(is_target[order], "tab:red", "tab:grey"),
+)
+ax.axhline(0.0, color="black", lw=0.8)
+ax.set_xticks(range(len(names)), [names[j] for j in order], rotation=45)
+ax.set_ylabel("BIC gain per row")
+ax.set_title(f"mixing evidence (red: targets; AUC {auc:.2f})")
 fig.tight_layout()
 plt.show()

@@ -425,6 +425,60 @@ def _dag_extension_order(adjacency):
 
 
 # --------------------------------------------------------------------------------------
+# mixing evidence
+# --------------------------------------------------------------------------------------
+
+
+def _mixing_evidence(
+    X, parents, fits, *, max_components, n_init, max_iter, seed, min_separation, heavy_tails
+):
+    """Per-node BIC gain of the best mixture over one mechanism, per row.
+
+    For node ``j`` with its final parents: ``(BIC_1 - BIC_mix) / n``, where ``BIC_1`` is
+    the single-mechanism local model (the Student-t one where it wins, with
+    ``heavy_tails``) and ``BIC_mix`` the lowest BIC of a fit with ``k >= 2``
+    components that meets ``min_separation``, or the node's selected score when a
+    shared parent split gave it more than one group. When no ``k >= 2`` fit meets
+    ``min_separation``, the lowest of them is used but the evidence is capped at 0 (a
+    mixture of components on one line is a heavy tail). Positive means the BIC prefers
+    a mixture. The EM runs are seeded as the search's (same keys), so ``k >= 2`` fits
+    repeat the search's fits; 0 where no ``k >= 2`` fit is affordable
+    (``max_components=1`` or too few rows).
+    """
+    n, n_nodes = X.shape
+    single, mixed, idx = [], [], []
+    for node in range(n_nodes):
+        pa = tuple(sorted(int(p) for p in parents[node]))
+        entropy = (int(seed), int(node), len(pa), *pa)
+        Xp, y = X[:, list(pa)], X[:, node]
+        single.append((Xp, y, [1], entropy))
+        ks = [k for k in k_range_bic(n, len(pa), max_components) if k >= 2]
+        if ks:
+            mixed.append((Xp, y, ks, entropy))
+            idx.append(node)
+    opts = dict(
+        n_init=n_init,
+        max_iter=max_iter,
+        patience=K_PATIENCE,
+        min_separation=min_separation,
+        heavy_tails=heavy_tails,
+    )
+    bic_1 = np.array([f["bic"] for f, _ in fit_mixture_bic_many(single, **opts)])
+    bic_mix = bic_1.copy()
+    unseparated = np.zeros(n_nodes, dtype=bool)
+    for node, (fit, _) in zip(idx, fit_mixture_bic_many(mixed, **opts) if mixed else []):
+        bic_mix[node] = fit["bic"]
+        unseparated[node] = fit.get("sep", np.inf) < min_separation
+    for node, (bic, k, _) in enumerate(fits):
+        if k > 1:
+            unseparated[node] &= not bic < bic_mix[node]
+            bic_mix[node] = min(bic_mix[node], bic)
+    evidence = (bic_1 - bic_mix) / n
+    # a mixture whose components are not separated is a heavy tail, not evidence
+    return np.where(unseparated, np.minimum(evidence, 0.0), evidence)
+
+
+# --------------------------------------------------------------------------------------
 # mixing variables
 # --------------------------------------------------------------------------------------
 
@@ -568,6 +622,12 @@ class CausalMixtureDiscoverer(BaseEstimator):
         Joint labels per set, coded 0..K_m-1 by decreasing frequency.
     scores_ : ndarray of shape (n_features,)
         Latent-aware BIC of every node given its final parents.
+    mixing_evidence_ : ndarray of shape (n_features,)
+        Evidence that a node has more than one mechanism: the BIC of its best single
+        mechanism minus that of its best mixture (``k >= 2``, meeting
+        ``min_separation``; at most 0 when no mixture does), given its final parents,
+        divided by ``n_samples``. Positive where the BIC prefers a mixture; a ranking
+        of the nodes by how mixed they look (see Notes). Unit-free.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features,)
@@ -618,6 +678,18 @@ class CausalMixtureDiscoverer(BaseEstimator):
     generated data (N = 6, n = 500, 10 seeds) this gives mean edge F1 0.749 (unchanged)
     and mixed-node ARI 0.669 (0.670 before); the golden demo result is unchanged.
     Skewed positive data (log-normal) still look mixed: take logarithms first.
+
+    ``mixing_evidence_`` ranks the nodes by how mixed they look, beyond the yes/no of
+    ``n_components_``: the BIC gain of the node's best mixture over its best single
+    mechanism, per row (twice the log-likelihood gain per row, minus the penalty). It
+    is positive where ``n_components_ > 1`` and, up to the early stop of the k sweep,
+    only there (with ``share_parent_groups`` a shared split also counts); it is
+    refitted after the search with the search's seeds (about one more local score per
+    node). To check it against known targets, see
+    ``sklearn_cispa.report.evidence_auc``. On the spec's generated data the truly
+    mixed nodes rank first (AUC 0.94 over 4 seeds); under a fitted Student-t single
+    mechanism the evidence stayed below -0.005 per row in every parametric-bootstrap
+    draw measured, so the BIC threshold (0) already sits in the null's far tail.
 
     Ordering ties go to the first candidate, within a relative tolerance of 1e-9: the
     single-mechanism (Gaussian) BIC is score equivalent, so two unmixed nodes tie exactly
@@ -777,6 +849,17 @@ class CausalMixtureDiscoverer(BaseEstimator):
         self.scores_ = np.array([f[0] for f in fits]) + 2.0 * n * np.log(x_sd)
         self.n_components_ = np.array([f[1] for f in fits], dtype=np.int64)
         self.labels_ = np.column_stack([f[2] for f in fits]).astype(np.int64)
+        self.mixing_evidence_ = _mixing_evidence(
+            Xs,
+            parents,
+            fits,
+            max_components=self.max_components,
+            n_init=self.n_init,
+            max_iter=self.max_iter,
+            seed=seed,
+            min_separation=self.min_separation,
+            heavy_tails=self.heavy_tails,
+        )
         self.mixing_sets_ = _mixing_sets(self.labels_, self.n_components_, self.mi_threshold)
         self.mixing_labels_ = np.zeros((n, len(self.mixing_sets_)), dtype=np.int64)
         for m, members in enumerate(self.mixing_sets_):

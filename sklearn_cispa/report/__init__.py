@@ -36,6 +36,8 @@ _HELPERS = {
     "run_lingam": "_cmm_eval",
     "gmm_node_labels": "_cmm_eval",
     "skeleton_f1": "_cmm_eval",
+    "reference_directed_f1": "_cmm_eval",
+    "evidence_auc": "_cmm_eval",
     "sachs_experiment": "_cmm_eval",
     # LatentBOSuffixSearch (GASP)
     "landscape_trial": "_gasp_eval",

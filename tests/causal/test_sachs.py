@@ -95,12 +95,53 @@ def test_sachs_mixing_tracks_the_targeted_conditions():
     reason=(
         "issue 23 target missed: directed F1 on the Sachs rows (log intensities, 3 "
         "subsamples of 100 rows per condition) measured CMM 0.252 (0.261, 0.273, 0.222) "
-        "vs GES 0.278, PC 0.217, DirectLiNGAM 0.181. The pooled conditions shift almost "
-        "every node, and the linear-Gaussian mechanisms are misspecified for these data; "
-        "the search adds edges wherever a mixture lowers the BIC."
+        "vs GES 0.278, PC 0.217, DirectLiNGAM 0.181 (the reference runner's F1, forward-"
+        "index directed edges only: CMM 0.229, GES 0.246, PC 0.177, DirectLiNGAM 0.150). "
+        "The pooled conditions shift almost every node (the condition is a latent common "
+        "cause of nearly every pair), and the linear-Gaussian mechanisms are misspecified "
+        "for these data; the search adds edges wherever a mixture lowers the BIC."
     ),
 )
 def test_sachs_directed_f1_at_least_the_best_peer():
     res = _result()
     best_peer = max(np.mean(res["f1"][m]) for m in ("ges", "pc", "lingam"))
     assert np.mean(res["f1"]["cmm"]) >= best_peer, res["f1"]
+
+
+def test_reference_f1_on_the_consensus_graph():
+    """The reference runner keeps only the consensus edges from a lower to a higher
+    column index (10 of 18 on this column order) and drops undirected CPDAG edges."""
+    from sklearn_cispa.report import reference_directed_f1
+
+    A = load_sachs().adjacency
+    assert int(np.triu(A, 1).sum()) == 10
+    assert reference_directed_f1(A, A) == 1.0
+    # the 8 backward edges are invisible to it, found or not
+    assert reference_directed_f1(np.triu(A, 1), A) == 1.0
+    # an undirected CPDAG edge (stored both ways) is not found, and not a false positive
+    assert reference_directed_f1(np.triu(A, 1) | np.triu(A, 1).T, A) == 0.0
+    est = np.triu(A, 1).copy()
+    names = load_sachs().feature_names
+    i, j = names.index("Raf"), names.index("JNK")
+    assert A[i, j] == A[j, i] == 0
+    est[i, j] = est[j, i] = 1
+    assert reference_directed_f1(est, A) == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "issue 23 target missed: the nodes called mixed do not match the five "
+        "intervention targets better than chance. AUC of mixing_evidence_ for the "
+        "targets among the 11 nodes (log intensities, 3 subsamples of 100 rows per "
+        "condition): 0.467, 0.467, 0.300 (chance 0.5), exact permutation p over node "
+        "labels 0.60, 0.60, 0.88; raw intensities 0.633, 0.567, 0.633 (p 0.27-0.40). "
+        "The inhibitors act on a target's activity, which shows in its children's "
+        "mechanisms, and the pooled conditions shift almost every node."
+    ),
+)
+def test_sachs_mixing_evidence_ranks_the_targets_above_chance():
+    res = _result()
+    assert np.mean(res["evidence_auc"]) > 0.5, res["evidence_auc"]
+    assert max(res["evidence_p"]) < 0.05, res["evidence_p"]
