@@ -574,7 +574,8 @@ class CausalMixtureDiscoverer(BaseEstimator):
         co-mixed (they must also exceed the MI expected by chance).
     prune_alpha : float, default=0.05
         Level of the final pruning: a strict subset of a node's parents replaces them when
-        ``|delta BIC| < log2(1 / prune_alpha)`` (4.32 for 0.05).
+        ``|delta BIC| < log2(1 / prune_alpha)`` (4.32 for 0.05); 1.0 turns the final
+        pruning off (the reference runner's setting for the Sachs data).
     share_parent_groups : bool, default=False
         Also score every node's regression split by the groups of each parent that is
         mixed on its own (a mixing variable shared by a node and its child), and keep the
@@ -752,7 +753,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         "max_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "search": [StrOptions({"topological", "ges"})],
         "mi_threshold": [Interval(numbers.Real, 0, None, closed="left")],
-        "prune_alpha": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "prune_alpha": [Interval(numbers.Real, 0, 1, closed="right")],
         "share_parent_groups": ["boolean"],
         "min_separation": [Interval(numbers.Real, 0, None, closed="left")],
         "heavy_tails": ["boolean"],

@@ -476,6 +476,24 @@ def test_discoverer_bad_input():
         CausalMixtureDiscoverer(prune_alpha=1.5).fit(X)
 
 
+def test_prune_alpha_one_turns_the_final_pruning_off():
+    # the final pruning only removes parents: without it (prune_alpha=1, the reference
+    # runner's Sachs setting) every edge of the pruned graph is still there. A chain
+    # with two weak extra parents (0.15 and 0.1) on 120 rows, where the pruning at the
+    # default level removes two edges (measured 4 edges vs 6)
+    rng = np.random.default_rng(0)
+    n = 120
+    x0 = rng.normal(size=n)
+    x1 = x0 + rng.normal(size=n)
+    x2 = 0.15 * x0 + x1 + rng.normal(size=n)
+    x3 = x2 + 0.1 * x1 + rng.normal(size=n)
+    X = np.c_[x0, x1, x2, x3]
+    pruned = CausalMixtureDiscoverer(**FAST).fit(X).adjacency_
+    unpruned = CausalMixtureDiscoverer(**FAST, prune_alpha=1.0).fit(X).adjacency_
+    assert np.all(unpruned >= pruned)
+    assert unpruned.sum() > pruned.sum()
+
+
 def test_discoverer_pipeline_and_grid_search():
     X, _, _ = _co_mixed_data(seed=2, n=300)
     pipe = make_pipeline(StandardScaler(), CausalMixtureDiscoverer(**FAST)).fit(X)
