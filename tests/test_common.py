@@ -479,6 +479,7 @@ ROBUSTNESS = {
             "one_rule_full_support": {"n_rules": 1, "max_epochs": 2, "min_support": 1.0},
             "lr_10": {"max_epochs": 20, "lr": 10.0},
             "lr_10_three_runs": {"max_epochs": 10, "lr": 10.0, "n_init": 3},
+            "quantile_cuts_lr_10": {"max_epochs": 20, "lr": 10.0, "cut_init": "quantile"},
         },
     },
 

@@ -632,12 +632,20 @@ def test_divergence_is_reported():
     # a huge learning rate throws every cut outside the data: no rule survives -> warning
     with pytest.warns(ConvergenceWarning, match="predicts one class"):
         NeurulesClassifier(n_rules=4, max_epochs=40, lr=1e3, random_state=0).fit(X, y)
-    # a learning rate so small that nothing moves: every rule is a no-op -> warning
+    # a learning rate so small that nothing moves: with the reference's initial cuts
+    # (the whole training range) every rule is a no-op -> warning
     with pytest.warns(ConvergenceWarning, match="predicts one class"):
-        NeurulesClassifier(max_epochs=20, lr=1e-12, random_state=0).fit(X, y)
+        NeurulesClassifier(max_epochs=20, lr=1e-12, cut_init="range", random_state=0).fit(X, y)
     # parameters that overflow raise a clear error instead of returning garbage
     with pytest.raises(ValueError, match="diverged|lr"):
-        NeurulesClassifier(n_rules=4, max_epochs=40, lr=1e30, random_state=0).fit(X, y)
+        NeurulesClassifier(n_rules=4, max_epochs=40, lr=1e30, cut_init="range", random_state=0).fit(
+            X, y
+        )
+    # from quantile cuts the same lr leaves finite but useless parameters: warned
+    with pytest.warns(ConvergenceWarning, match="predicts one class"):
+        NeurulesClassifier(
+            n_rules=4, max_epochs=40, lr=1e30, cut_init="quantile", random_state=0
+        ).fit(X, y)
     with pytest.raises(ValueError, match="lr"):
         NeurulesClassifier(n_rules=4, max_epochs=4, lr=1e300, random_state=0).fit(X, y)
 
@@ -808,8 +816,9 @@ def test_defaults_train_as_well_on_100000_rows_as_on_500():
     of 2048 rows per epoch, 490 steps) against its first 500 rows trained with the full
     defaults (500 full-batch steps), on the same 5,000 test rows. Thresholds: the
     100,000-row fit must reach the 500-row fit's accuracy (the issue's criterion; 0.01
-    slack for a single seed); measured 0.976 / 0.854 / 0.976 against 0.958 / 0.802 /
-    0.953 for seeds 0 / 1 / 2. Full batches for the same 10 epochs make 10 steps and
+    slack for a single seed); measured 0.972 / 0.967 / 0.979 (quantile initial cuts,
+    the default above 2048 rows; 0.976 / 0.854 / 0.976 from the reference's) against
+    0.958 / 0.802 / 0.953 for seeds 0 / 1 / 2. Full batches for the same 10 epochs make 10 steps and
     reach 0.73-0.74 (measured), below 0.85: the contrast shows the budget is what
     trains the large fit.
     """
@@ -869,28 +878,47 @@ def noisy_planted_table(n, seed):
     return X, np.where(rng.random(n) < 0.1, 1 - y, y)
 
 
+_SURVEY_XFAIL = (
+    "issue 24 not met on the survey-like table: with the defaults seeds 0-8 give "
+    "0.7275 / 0.7175 / 0.7335 / 0.7265 / 0.72 / 0.7225 / 0.7245 / 0.6955 / 0.7265 "
+    "(spread 0.038; seed 2 beats CART's 0.7245). Not a convergence failure: seed 7 "
+    "fits its training rows as well as the best seeds (accuracy 0.728, cross-entropy "
+    "0.537 against 0.552 / 0.587 for seeds 0 / 8) but its first rule, x3 > 2.5 and "
+    "x5 > 50 -> 1, covers a region where the true P(y=1) is about 0.3-0.5. The "
+    "reference code spreads more on this split (0.675-0.7205, four of nine seeds "
+    "below majority + 0.025). See the user guide."
+)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "make_table, margin",
+    "make_table, margin, seeds",
     [
-        # the issue's survey-like table: majority 0.680, CART (10 leaves) 0.7245, the
-        # reference code 0.713 on a 3-fold split of it. Defaults (two batches of 2048
-        # rows per epoch): measured 0.718 / 0.7265 / 0.7195 for seeds 0 / 1 / 2 (full
-        # batches gave 0.700 / 0.7265 / 0.7195, 0.675-0.727 over seeds 0-5)
-        (survey_table, 0.025),
+        # the issue's survey-like table: majority 0.680, CART (10 leaves) 0.7245, Bayes
+        # rule 0.738. Seeds 0-8 with cut_init="range" (the former default): 0.718 /
+        # 0.7265 / 0.7195 / 0.7195 / 0.698 / 0.7195 / 0.718 / 0.7175 / 0.7185
+        pytest.param(
+            survey_table,
+            0.025,
+            tuple(range(9)),
+            marks=pytest.mark.xfail(strict=True, reason=_SURVEY_XFAIL),
+        ),
         # continuous planted list with 10% noise: majority 0.581, CART 0.8965, the Bayes
-        # rate about 0.90. Defaults: measured 0.8645 / 0.8725 / 0.873 (full batches:
-        # seed 1 missed the planted x0/x1 conjunction, 0.734)
-        (noisy_planted_table, 0.25),
+        # rate about 0.90. Defaults, seeds 0-4: 0.8875 / 0.8905 / 0.8905 / 0.889 / 0.878
+        # (seeds 5-7: 0.8875 / 0.8865 / 0.8905). cut_init="range" (the former default):
+        # 0.8645 / 0.8725 / 0.873 / 0.732 / 0.8615, and seeds 5 / 6 0.710 / 0.7365
+        # (missed planted conjunction)
+        (noisy_planted_table, 0.25, (0, 1, 2, 3, 4)),
     ],
 )
-def test_stable_accuracy_across_seeds_on_large_tables(make_table, margin):
+def test_stable_accuracy_across_seeds_on_large_tables(make_table, margin, seeds):
     """Issue 24: stable accuracy across seeds on 5,000+ rows with the defaults.
 
     Thresholds: the spread bound 0.015 is the issue's acceptance figure (max - min test
     accuracy over seeds); the margins over the majority class are set below the worst
     measured seed (see the parameters), so they are regression guards that a collapse
-    to a trivial list (the majority class) or a missed planted conjunction fails.
+    to a trivial list (the majority class) or a missed planted conjunction fails. The
+    survey-like table does not meet them (strict xfail, measured values in the reason).
     """
     from sklearn.model_selection import train_test_split
 
@@ -898,13 +926,60 @@ def test_stable_accuracy_across_seeds_on_large_tables(make_table, margin):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=2000, stratify=y, random_state=0)
     majority = max(np.mean(yte), 1 - np.mean(yte))
     accs = []
-    for seed in (0, 1, 2):
+    for seed in seeds:
         clf = NeurulesClassifier(n_rules=10, random_state=seed)
         accs.append(clf.fit(Xtr, ytr).score(Xte, yte))
         assert clf.batch_size_ == 2048
         assert 1 <= clf.n_rules_ <= 10
     assert max(accs) - min(accs) <= 0.015, accs
     assert min(accs) >= majority + margin, (accs, majority)
+
+
+def test_quantile_cut_initialisation():
+    """cut_init="quantile": every rule starts as a box inside the training range, with
+    its lower cut at a training value of quantile <= 0.3 and its upper cut at one of
+    quantile >= 0.7; "range" is the reference's start (minimum and maximum)."""
+    import torch
+
+    from sklearn_cispa.rules._neurules import _quantile_cuts
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=500), rng.integers(0, 2, 500), rng.exponential(size=500)])
+    xs = np.sort(X, axis=0)
+    gen = torch.Generator().manual_seed(0)
+    a, b = _quantile_cuts(torch, gen, xs, 7, {"dtype": torch.float64})
+    a, b = a.numpy(), b.numpy()
+    assert a.shape == b.shape == (3, 7)
+    for f in range(3):
+        assert np.all(np.isin(a[f], X[:, f])) and np.all(np.isin(b[f], X[:, f]))
+        assert np.all(a[f] <= np.quantile(X[:, f], 0.3)) and np.all(a[f] >= X[:, f].min())
+        assert np.all(b[f] >= np.quantile(X[:, f], 0.7)) and np.all(b[f] <= X[:, f].max())
+    assert np.all(a <= b)
+    assert len(np.unique(a[0])) == 7  # continuous column: every rule its own box
+    # same generator state, same cuts; the fit draws them from random_state
+    a2, _ = _quantile_cuts(torch, torch.Generator().manual_seed(0), xs, 7, {"dtype": torch.float64})
+    assert np.array_equal(a, a2.numpy())
+    y = (X[:, 0] > 0).astype(int)
+    kw = {"n_rules": 3, "max_epochs": 2, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = NeurulesClassifier(cut_init="range", **kw).fit(X, y)
+        auto = NeurulesClassifier(**kw).fit(X, y)
+        quantile = NeurulesClassifier(cut_init="quantile", **kw).fit(X, y)
+    # "auto": the reference's cuts up to 2048 training rows, quantile cuts above
+    assert auto.cut_init_ == "range" and auto.rules_ == ref.rules_
+    assert quantile.cut_init_ == "quantile"
+    assert np.all(quantile._a >= ref._lo[:, None] - 0.021)
+    X_big = np.repeat(X, 5, axis=0)[:2049]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        big = NeurulesClassifier(**kw).fit(X_big, (X_big[:, 0] > 0).astype(int))
+    assert big.cut_init_ == "quantile"
+    lo, hi = ref._lo[:, None], ref._hi[:, None]
+    # two Adam steps of lr 0.01 move the reference's cuts at most 0.02 from the range
+    assert np.all(np.abs(ref._a - lo) <= 0.021) and np.all(np.abs(ref._b - hi) <= 0.021)
+    with pytest.raises(ValueError, match="cut_init"):
+        NeurulesClassifier(cut_init="random").fit(X, y)
 
 
 def test_n_init_keeps_the_most_accurate_run():
