@@ -12,7 +12,11 @@ Conventions:
   (:func:`_preimport`). A
   ``from ... import`` inside ``setup`` then costs nothing. With the default ``spawn``
   method every parameter combination started a fresh interpreter and paid the imports
-  again (171 start-ups for the quick run).
+  again (171 start-ups for the quick run). ``setup_cache`` runs in a fork of the same
+  server too (:func:`_install_setup_cache_hook` and the ASV plugin
+  ``asv_bench/asv_setup_cache_in_fork.py``; ASV alone starts a fresh interpreter for
+  each), so a ``setup_cache`` costs no start-up and is the place for data that several
+  benchmarks or parameter combinations share.
 - A peer that is not installed skips its benchmark through :func:`require` (ASV treats
   ``NotImplementedError`` raised in ``setup`` as "skipped"), so the quick CI run only
   needs the ``bench`` extra for peers, never for our own code.
@@ -48,6 +52,9 @@ _PREIMPORT_PEERS = (
     # a torch model would otherwise pay again; networkx by the causal-mixture and
     # scale-out benchmarks' graph helpers (about 0.4 s per fork)
     "torch._dynamo", "networkx",
+    # causal-learn's searches (with statsmodels, patsy): about 1.2 s, in 15 forks
+    "causallearn.search.ScoreBased.GES", "causallearn.search.ConstraintBased.PC",
+    "causallearn.search.FCMBased.lingam",
 )
 
 
