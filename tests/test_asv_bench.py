@@ -28,8 +28,6 @@ CHEAP_TOP_LEVEL = ("numpy", "sklearn", "sklearn_cispa", "os", "sys", "time", "wa
 SETUP_CACHE_WITHOUT_SMOKE = {
     # CPU seconds of the setup_cache in the smoke run, measured on 2 shared cores
     "bench_graphon.py": "one NTK spectrum per mask on 128 digits (about 1 s of CPU)",
-    "bench_lira.py": "small reference fits on digits (about 1 s of CPU)",
-    "bench_mibp.py": "a few certified-training epochs of a small MLP (about 1 s of CPU)",
     "bench_mmi.py": "one small ensemble on digits (about 2.5 s of CPU)",
     "bench_neurons.py": "one small character model (about 3.5 s of CPU); a smaller "
                         "corpus was not tried",
