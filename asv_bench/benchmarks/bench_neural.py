@@ -270,7 +270,8 @@ class MaskStructure:
         limit_torch_threads(1)
         from sklearn_cispa.report import mask_structure
 
-        return {n: mask_structure(width=n, random_state=SEED) for n in (100, 500, 1000)}
+        size = {"n_rows": 64} if SMOKE else {}
+        return {n: mask_structure(width=n, random_state=SEED, **size) for n in (100, 500, 1000)}
 
     def track_block_std(self, res, width, method):
         return res[width][method]

@@ -25,7 +25,7 @@ RADIUS = 0.12
 SIGMA, ALPHA = 0.25, 0.1
 # the CI smoke run (SKLEARN_CISPA_BENCH_SMOKE=1): fewer noisy copies, attack steps and
 # calibration draws, enough to show that the benchmarks work
-NOISE_COPIES = 5 if SMOKE else 20
+NOISE_COPIES = 1 if SMOKE else 20
 ATTACK = {"n_steps": 5, "n_noise": 2} if SMOKE else {}
 
 
