@@ -55,6 +55,9 @@ _PREIMPORT_PEERS = (
     # causal-learn's searches (with statsmodels, patsy): about 1.2 s, in 15 forks
     "causallearn.search.ScoreBased.GES", "causallearn.search.ConstraintBased.PC",
     "causallearn.search.FCMBased.lingam",
+    # the scale-out benchmark's Dask cluster (about 0.5 s per fork); importing starts no
+    # thread in the server
+    "distributed",
 )
 
 
