@@ -12,7 +12,11 @@ Conventions:
   (:func:`_preimport`). A
   ``from ... import`` inside ``setup`` then costs nothing. With the default ``spawn``
   method every parameter combination started a fresh interpreter and paid the imports
-  again (171 start-ups for the quick run).
+  again (171 start-ups for the quick run). ``setup_cache`` runs in a fork of the same
+  server too (:func:`_install_setup_cache_hook` and the ASV plugin
+  ``asv_bench/asv_setup_cache_in_fork.py``; ASV alone starts a fresh interpreter for
+  each), so a ``setup_cache`` costs no start-up and is the place for data that several
+  benchmarks or parameter combinations share.
 - A peer that is not installed skips its benchmark through :func:`require` (ASV treats
   ``NotImplementedError`` raised in ``setup`` as "skipped"), so the quick CI run only
   needs the ``bench`` extra for peers, never for our own code.
@@ -31,20 +35,10 @@ SEED = 0
 # where a module says so; ratios and timings are recorded without it
 SMOKE = os.environ.get("SKLEARN_CISPA_BENCH_SMOKE", "") == "1"
 
-# imported once in the forkserver (see the module docstring); peers are optional
+# imported once in the forkserver (see the module docstring): every subpackage of the
+# package (``sklearn_cispa._SUBPACKAGES``, so a new field is included), these modules,
+# and the installed peers (optional)
 _PREIMPORT = (
-    "sklearn_cispa.causal",
-    "sklearn_cispa.certification",
-    "sklearn_cispa.conformal",
-    "sklearn_cispa.datasets",
-    "sklearn_cispa.federated",
-    "sklearn_cispa.memorization",
-    "sklearn_cispa.neural",
-    "sklearn_cispa.privacy",
-    "sklearn_cispa.pruning",
-    "sklearn_cispa.rules",
-    "sklearn_cispa.uncertainty",
-    "sklearn_cispa.watermark",
     "sklearn.datasets",
     "sklearn.ensemble",
     "sklearn.linear_model",
@@ -52,12 +46,27 @@ _PREIMPORT = (
     "sklearn.tree",
 )
 _PREIMPORT_PEERS = (
-    "causallearn", "imodels", "wittgenstein", "mapie", "linearmodels", "imwatermark"
+    "causallearn", "imodels", "wittgenstein", "mapie", "linearmodels", "imwatermark", "skopt",
+    # imported lazily by the first torch optimizer step or torch.func call (with sympy,
+    # torch.distributed and torch.onnx: about 1.2 s of CPU), which every fork that trains
+    # a torch model would otherwise pay again; networkx by the causal-mixture and
+    # scale-out benchmarks' graph helpers (about 0.4 s per fork)
+    "torch._dynamo", "networkx",
+    # causal-learn's searches (with statsmodels, patsy): about 1.2 s, in 15 forks
+    "causallearn.search.ScoreBased.GES", "causallearn.search.ConstraintBased.PC",
+    "causallearn.search.FCMBased.lingam",
+    # the scale-out benchmark's Dask cluster (about 0.5 s per fork); importing starts no
+    # thread in the server
+    "distributed",
 )
 
 
 def _preimport():
     """Import the package's fields and the installed peers once, before ASV forks."""
+    import sklearn_cispa
+
+    for name in sklearn_cispa._SUBPACKAGES:
+        importlib.import_module(f"sklearn_cispa.{name}")
     for name in _PREIMPORT:
         importlib.import_module(name)
     for name in _PREIMPORT_PEERS:
@@ -67,10 +76,49 @@ def _preimport():
             pass
 
 
+# ``setup_cache`` in a fork of the server (the ASV plugin ``asv_setup_cache_in_fork.py``
+# sends these requests; the strings are repeated there)
+_SETUP_CACHE_PREFIX = "sklearn-cispa-setup-cache:"
+_SETUP_CACHE_MARKER = ".setup_cache_in_fork"
+
+
+def _install_setup_cache_hook():
+    """Let the fork server compute a ``setup_cache`` in a fork of itself.
+
+    ASV's server forks and calls ``asv_runner.server._run`` for every request; a request
+    whose benchmark id starts with :data:`_SETUP_CACHE_PREFIX` runs ASV's own
+    ``setup_cache`` entry point instead (which writes ``cache.pickle`` into the working
+    directory, the cache directory), after leaving :data:`_SETUP_CACHE_MARKER` there so
+    that the plugin can tell a failing ``setup_cache`` from a server without this hook.
+    Any other request runs as before.
+    """
+    try:
+        from asv_runner import server
+        from asv_runner.setup_cache import _setup_cache
+    except ImportError:  # another ASV: the plugin falls back to fresh interpreters
+        return
+    run = getattr(server, "_run", None)
+    if run is None or getattr(run, "_sklearn_cispa_hook", False):
+        return
+
+    def _run(args):
+        benchmark_dir, benchmark_id, params_str = args[:3]
+        if not benchmark_id.startswith(_SETUP_CACHE_PREFIX):
+            return run(args)
+        open(_SETUP_CACHE_MARKER, "w").close()
+        return _setup_cache(
+            (benchmark_dir, benchmark_id[len(_SETUP_CACHE_PREFIX):], params_str)
+        )
+
+    _run._sklearn_cispa_hook = True
+    server._run = _run
+
+
 # only in ASV's forkserver process (``benchmark.py run_server ...``): benchmark discovery,
 # ``asv check`` and spawned runs import just what they use
 if sys.argv[1:2] == ["run_server"]:
     _preimport()
+    _install_setup_cache_hook()
 
 
 def require(module):

@@ -24,12 +24,14 @@ import os
 
 import numpy as np
 
-from ._common import SEED, require
+from ._common import SEED, SMOKE, require
 
 FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
 N_SAMPLES = 500 if FULL else 200
 N_SEEDS = 10 if FULL else 1
 CMM_PARAMS = {} if FULL else {"max_components": 3, "n_init": 1}
+if SMOKE:  # the CI smoke run: shorter EM runs, enough to show that the benchmarks work
+    CMM_PARAMS = {"max_components": 2, "n_init": 1, "max_iter": 20}
 NODE_SIZES = [6, 10]
 
 
@@ -220,11 +222,11 @@ class SearchRound:
     def setup(self):
         from sklearn_cispa.causal._causal_mixture import _local_scores_task
 
-        self.X = _data(10, 0, n_samples=1000 if FULL else 300)[0]
+        self.X = _data(10, 0, n_samples=1000 if FULL else 100 if SMOKE else 300)[0]
         n = self.X.shape[1]
         self.items = [(j, (), ()) for j in range(n)]
         self.items += [(j, (i,), ()) for j in range(n) for i in range(n) if i != j]
-        self.params = (5, 3, 200, SEED) if FULL else (3, 1, 200, SEED)
+        self.params = (5, 3, 200, SEED) if FULL else (3, 1, 20 if SMOKE else 200, SEED)
         self.batched = _local_scores_task
 
     def _one_at_a_time(self):

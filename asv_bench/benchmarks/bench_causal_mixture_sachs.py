@@ -28,12 +28,14 @@ import time
 
 import numpy as np
 
-from ._common import SEED, require
+from ._common import SEED, SMOKE, require
 
 FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
 SEEDS = (0, 1, 2) if FULL else (0,)
 ROWS = 100 if FULL else 50
 CMM_PARAMS = {} if FULL else {"max_components": 3, "n_init": 1}
+if SMOKE:  # the CI smoke run: shorter EM runs, enough to show that the benchmarks work
+    CMM_PARAMS = {"max_components": 2, "n_init": 1, "max_iter": 20}
 
 
 def _has_causallearn():

@@ -21,8 +21,8 @@ import numpy as np
 from ._common import SMOKE, require
 
 FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
-FAST_SEEDS = 200 if FULL else 10 if SMOKE else 40
-SLOW_SEEDS = 25 if FULL else 2 if SMOKE else 5
+FAST_SEEDS = 200 if FULL else 5 if SMOKE else 40
+SLOW_SEEDS = 25 if FULL else 1 if SMOKE else 5
 RATIO_REPEATS = 1 if SMOKE else 3
 
 CONFIGS = {

@@ -11,7 +11,8 @@
 
 The experiment sizes are reduced from the spec's (epochs, seeds) so that the quick run
 stays near a minute on 2 cores; under ``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run)
-the MaxSup and Sign-In comparisons train 3 epochs, enough to show that they work.
+the MaxSup, Sign-In and split-digits comparisons train 2-3 epochs and the ratios and
+PaI losses take fewer steps, enough to show that they work.
 """
 
 from ._common import SEED, SMOKE, limit_torch_threads, require
@@ -98,7 +99,8 @@ class LossStepRatio:
         limit_torch_threads(1)
         from sklearn_cispa.report import loss_step_ratio
 
-        return loss_step_ratio(("maxsup", "label_smoothing"), random_state=SEED)
+        return loss_step_ratio(("maxsup", "label_smoothing"), random_state=SEED,
+                               **({"steps": 5, "repeats": 3} if SMOKE else {}))
 
     def track_ratio(self, res, criterion):
         return res[criterion]
@@ -146,8 +148,8 @@ class SplitDigits:
                 "nanoadam_k0.1": ("nanoadam", 3e-3, 0.1, 20),
             },
             random_state=SEED,
-            pre_epochs=10,
-            ft_epochs=10,
+            pre_epochs=2 if SMOKE else 10,
+            ft_epochs=2 if SMOKE else 10,
         )
 
     def track_metric(self, res, optimizer, metric):
@@ -241,7 +243,8 @@ class SignInDigits:
 
         res = sign_in_comparison(SEED, sparsity=0.9, epochs=3 if SMOKE else 15)
         res["pai"] = pai_early_loss(("random", "snip", "synflow"), keep=0.2,
-                                    random_state=SEED, steps=100, window=(50, 100))
+                                    random_state=SEED, steps=20 if SMOKE else 100,
+                                    window=(10, 20) if SMOKE else (50, 100))
         return res
 
     def track_metric(self, res, variant, metric):
@@ -267,7 +270,8 @@ class MaskStructure:
         limit_torch_threads(1)
         from sklearn_cispa.report import mask_structure
 
-        return {n: mask_structure(width=n, random_state=SEED) for n in (100, 500, 1000)}
+        size = {"n_rows": 64} if SMOKE else {}
+        return {n: mask_structure(width=n, random_state=SEED, **size) for n in (100, 500, 1000)}
 
     def track_block_std(self, res, width, method):
         return res[width][method]

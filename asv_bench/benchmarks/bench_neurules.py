@@ -27,6 +27,9 @@ N_RULES = 10
 N_FOLDS = 3
 FOLD_SEED = 42
 METHODS = ["neurules", "cart", "greedy_rule_list", "ripper"]
+# the CI smoke run (SKLEARN_CISPA_BENCH_SMOKE=1): NeuRules fits in the setup caches train
+# 10 full-batch epochs, on fewer rows and seeds, enough to show that they work
+SMOKE_FIT = {"max_epochs": 10, "batch_size": None} if SMOKE else {}
 
 
 def _folds():
@@ -40,7 +43,7 @@ def _folds():
 def _fit_neurules(X, y):
     from sklearn_cispa.rules import NeurulesClassifier
 
-    clf = NeurulesClassifier(n_rules=N_RULES, random_state=FOLD_SEED).fit(X, y)
+    clf = NeurulesClassifier(n_rules=N_RULES, random_state=FOLD_SEED, **SMOKE_FIT).fit(X, y)
     return clf, clf.predict, clf.n_rules_, clf.n_conditions_
 
 
@@ -476,7 +479,9 @@ class SeedSpread:
             for seed in SPREAD_SEEDS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    clf = NeurulesClassifier(n_rules=N_RULES, cut_init=cut_init, random_state=seed)
+                    clf = NeurulesClassifier(
+                        n_rules=N_RULES, cut_init=cut_init, random_state=seed, **SMOKE_FIT
+                    )
                     accs.append(clf.fit(Xtr, ytr).score(Xte, yte))
             results[cut_init] = {
                 "spread": float(max(accs) - min(accs)),
@@ -528,14 +533,14 @@ class StepBudget:
         from sklearn_cispa.rules import NeurulesClassifier
 
         limit_torch_threads(1)
-        X, y = _planted_list_table(100_000, 0)
+        X, y = _planted_list_table(5000 if SMOKE else 100_000, 0)
         Xte, yte = _planted_list_table(5000, 99)
         ratios = {"auto": [], "full": [], "seconds": []}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for seed in (0, 1, 2):
+            for seed in (0,) if SMOKE else (0, 1, 2):
                 t0 = time.process_time()
-                small = NeurulesClassifier(random_state=seed).fit(X[:500], y[:500])
+                small = NeurulesClassifier(random_state=seed, **SMOKE_FIT).fit(X[:500], y[:500])
                 t1 = time.process_time()
                 big = NeurulesClassifier(max_epochs=10, random_state=seed).fit(X, y)
                 t2 = time.process_time()

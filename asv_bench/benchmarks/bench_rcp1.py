@@ -18,11 +18,15 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ._common import SEED, require
+from ._common import SEED, SMOKE, require
 
 METHODS = ["rcp1", "bincp", "rscp", "vanilla_mapie"]
 RADIUS = 0.12
 SIGMA, ALPHA = 0.25, 0.1
+# the CI smoke run (SKLEARN_CISPA_BENCH_SMOKE=1): fewer noisy copies, attack steps and
+# calibration draws, enough to show that the benchmarks work
+NOISE_COPIES = 1 if SMOKE else 20
+ATTACK = {"n_steps": 5, "n_noise": 2} if SMOKE else {}
 
 
 def _data():
@@ -36,12 +40,13 @@ def _data():
     perm = np.random.default_rng(SEED).permutation(len(y))
     tr, cal, te = perm[:718], perm[718:1118], perm[1118:]
     rcp = RCP1Conformal(
-        LogisticRegression(max_iter=1000), sigma=SIGMA, noise_augmentation=20, random_state=SEED
+        LogisticRegression(max_iter=1000), sigma=SIGMA, noise_augmentation=NOISE_COPIES,
+        random_state=SEED
     )
     model = rcp.fit(X[tr], y[tr]).estimator_
     adv = {
         RADIUS: eot_pgd_l2_attack(
-            model, X[te], y[te], radius=RADIUS, sigma=SIGMA, random_state=SEED + 1
+            model, X[te], y[te], radius=RADIUS, sigma=SIGMA, random_state=SEED + 1, **ATTACK
         )
     }
     return {"X": X, "y": y, "tr": tr, "cal": cal, "te": te, "model": model, "adv": adv}
@@ -142,7 +147,7 @@ class CalibrationConditionalDigits:
     params = [["none", "0.1"]]
     param_names = ["delta"]
     timeout = 300
-    n_cal, n_draws = 100, 100
+    n_cal, n_draws = 100, 10 if SMOKE else 100
 
     def setup_cache(self):
         from sklearn.datasets import load_digits
@@ -155,11 +160,12 @@ class CalibrationConditionalDigits:
         perm = np.random.default_rng(SEED).permutation(len(y))
         tr, pool = perm[:718], perm[718:]
         model = RCP1Conformal(
-            LogisticRegression(max_iter=1000), sigma=SIGMA, noise_augmentation=20,
+            LogisticRegression(max_iter=1000), sigma=SIGMA, noise_augmentation=NOISE_COPIES,
             random_state=SEED,
         ).fit(X[tr], y[tr]).estimator_
         X_adv = eot_pgd_l2_attack(
-            model, X[pool], y[pool], radius=RADIUS, sigma=SIGMA, random_state=SEED + 1
+            model, X[pool], y[pool], radius=RADIUS, sigma=SIGMA, random_state=SEED + 1,
+            **ATTACK,
         )
         return {"X": X, "y": y, "tr": tr, "pool": pool, "model": model, "X_adv": X_adv}
 

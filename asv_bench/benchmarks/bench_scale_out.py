@@ -17,10 +17,10 @@ seconds on a quiet 2-core machine:
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process). The results
 are checked to equal the serial ones in ``tests/test_scale_out.py``. Under
-``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are much smaller (n = 100;
-8 fits on digits; 4 members on 600 rows), each side runs once, and the Dask workers are
-threads of this process (no worker interpreters to start): the run checks that the
-benchmark works, not the ratio.
+``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are much smaller (n = 100
+and 8 nodes; 8 fits on digits; 4 members on 600 rows), each side runs once, and the Dask
+workers are threads of this process (no worker interpreters to start): the run checks
+that the benchmark works, not the ratio.
 """
 
 import sys
@@ -34,6 +34,7 @@ WORKLOADS = ["causal_mixture", "reference_fits", "mmi_members"]
 # (causal-mixture rows, digits tiling for the reference fits and their number, digits
 # rows for the MMI members and their number); the smoke run only shows the code works
 SIZES = (100, 1, 8, 600, 4) if SMOKE else (2000, 4, 32, 3594, 8)
+CM_NODES = 8 if SMOKE else 20  # nodes of the causal-mixture search (the smoke run: 8)
 
 
 def _pickle_this_module_by_value():
@@ -59,8 +60,8 @@ def _workload(name):
         from sklearn_cispa.causal import CausalMixtureDiscoverer
 
         rng = np.random.default_rng(SEED)
-        X = rng.normal(size=(SIZES[0], 20))
-        for j in range(1, 20):
+        X = rng.normal(size=(SIZES[0], CM_NODES))
+        for j in range(1, CM_NODES):
             X[:, j] += 0.8 * X[:, j - 1]
         params = dict(max_components=2, n_init=1, max_iter=20, random_state=SEED)
         return lambda n_jobs: CausalMixtureDiscoverer(**params, n_jobs=n_jobs).fit(X)
