@@ -579,9 +579,11 @@ class CausalMixtureDiscoverer(BaseEstimator):
     max_iter : int, default=200
         EM iteration cap of every local mixture fit.
     n_jobs : int, default=None
-        Number of joblib jobs over the local scores of one search step, in tasks of
-        16 batched scores (through :func:`sklearn_cispa.utils.parallel_map`; a Dask
-        backend scales them out).
+        Number of joblib jobs over the local scores of one search step, one or two
+        tasks of batched scores per job (through
+        :func:`sklearn_cispa.utils.parallel_map`; a Dask backend scales them out). The
+        backward and pruning steps of the topological search are scored together with
+        the next round's scores, so they run in parallel too.
     random_state : int, RandomState instance or None, default=None
         Seeds every local fit from ``(random_state, node, sorted parent set)``: results do
         not depend on the evaluation order or on ``n_jobs``.

@@ -12,9 +12,10 @@ Three things make the loop scale out rather than drown in overhead:
   copy is also kept for later calls (search rounds) while the caller's object lives;
 - **small tasks are grouped**: the tasks are cut into about four batches per worker, in
   order, instead of one scheduler round trip per task; a single task runs in place;
-- **one round trip per call under Dask**: the batches go to the Dask client directly
-  (``client.submit`` and one ``gather``), at about a third of the per-call cost of
-  joblib's Dask backend, which a search pays once per round;
+- **batches go to the Dask client directly** (``client.submit``), at about a third of
+  the per-call cost of joblib's Dask backend, which a search pays once per round; one
+  batch per worker thread, then the next, in order, to the first worker that finishes
+  (as loky does), so that batches of unequal cost keep both workers busy;
 - **no nested parallelism**: inside an outer parallel loop every task runs with joblib's
   sequential backend, so members that open their own loops (random forests with
   ``n_jobs``) do not multiply the workers or flood a Dask scheduler with tiny tasks.
@@ -306,7 +307,8 @@ def parallel_map(
     - the tasks are grouped, in order, into about four batches per worker
       (``batch_size="auto"``) or into batches of ``batch_size`` tasks; under Dask the
       batches are submitted to the client of the active backend directly, with the
-      caller's scikit-learn configuration;
+      caller's scikit-learn configuration, one per worker thread and then, in order,
+      the next to the first worker that finishes;
     - every task runs inside ``joblib.parallel_config(backend="sequential")``, so its
       own joblib loops (for example a random forest's ``n_jobs``) run in one job.
 
