@@ -249,10 +249,10 @@ def _sleep_where(seconds):
 
 def test_dask_batches_go_to_the_first_free_worker(dask_client):
     # one long batch and three short ones on 2 workers: handed out in order to the
-    # worker that is free, the short ones all run beside the long one (1.2 s in all);
-    # placed up front by the scheduler, one short batch queued behind the long one
+    # worker that is free, the short ones all run beside the long one (2 s in all);
+    # placed up front by the scheduler, one short batch could queue behind the long one
     with parallel_config(backend="dask"):
-        where = parallel_map(_sleep_where, [(1.2,), (0.3,), (0.3,), (0.3,)], batch_size=1)
+        where = parallel_map(_sleep_where, [(2.0,), (0.3,), (0.3,), (0.3,)], batch_size=1)
     assert where[0] not in where[1:]
     assert len(set(where[1:])) == 1
 

@@ -311,7 +311,7 @@ def _topological_search(cache, n_nodes, prune_alpha):
 
 
 def _start(running, pa, node, steps):
-    """Run ``steps`` up to its first key request (or to its end: the parents of ``node``)."""
+    """Run ``steps`` up to its next key request (or to its end: the parents of ``node``)."""
     try:
         running[node] = (steps, next(steps))
     except StopIteration as stop:
