@@ -11,6 +11,8 @@ The Dask checks also count the tasks the scheduler ran: small tasks are grouped 
 batches, and the members' own loops (random-forest trees) stay inside their task.
 """
 
+from itertools import combinations
+
 import numpy as np
 import pytest
 from joblib import parallel_config
@@ -18,7 +20,7 @@ from numpy.testing import assert_array_equal
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
-from sklearn_cispa.causal import CausalMixtureDiscoverer
+from sklearn_cispa.causal import CausalMixtureDiscoverer, _causal_mixture
 from sklearn_cispa.uncertainty import MMIUncertainty
 from sklearn_cispa.utils import _parallel, parallel_map, spawn_seeds
 
@@ -131,21 +133,128 @@ def test_dask_path_runs_one_task_in_place_and_carries_the_sklearn_config(dask_cl
     assert flags == [True] * 6
 
 
-def test_causal_mixture_small_steps_in_place_large_steps_two_tasks_per_worker(dask_client):
+def _count_steps(monkeypatch):
+    """Count the search steps that score something (top-level ``ensure`` batches)."""
+    steps = []
+    ensure = _causal_mixture._ScoreCache.ensure
+
+    def counting(self, keys):
+        before = len(self.cache)
+        ensure(self, keys)
+        if len(self.cache) > before:
+            steps.append(len(self.cache) - before)
+
+    monkeypatch.setattr(_causal_mixture._ScoreCache, "ensure", counting)
+    return steps
+
+
+def test_causal_mixture_backward_and_pruning_join_the_next_round(dask_client, monkeypatch):
     X = _chain_data()
     params = dict(max_components=2, n_init=1, max_iter=20, random_state=0)
     serial = CausalMixtureDiscoverer(**params).fit(X)
+    steps = _count_steps(monkeypatch)
     with parallel_config(backend="dask"):
         dask, n_tasks = _n_tasks_run(
             dask_client, lambda: CausalMixtureDiscoverer(**params).fit(X)
         )
     assert_array_equal(dask.adjacency_, serial.adjacency_)
     assert_array_equal(dask.scores_, serial.scores_)
-    # 20 nodes: one parallel step per search round at most (the first rounds score
-    # hundreds of parent sets; the backward and pruning steps, a handful each, run in
-    # place), each dealt into 2 tasks per worker: at most 20 * 4 scheduler tasks, where
-    # chunks of 16 scores for every step gave about 116
-    assert 0 < n_tasks <= 20 * 4, n_tasks
+    # 20 nodes: the backward step of round r is scored with round r + 1's forward keys
+    # and the prunings with later rounds or with each other, so the search makes at
+    # most one step per round plus one per pruning level (largest parent set) instead
+    # of a step per backward removal and per pruning level (70 steps here before)
+    max_parents = int(serial.adjacency_.sum(axis=0).max())
+    assert len(steps) <= 20 + max_parents + 3, steps
+    # each step of at least 8 scores is one task per worker (two for a large step);
+    # smaller ones run in place
+    parallel = [n for n in steps if n >= _causal_mixture.PARALLEL_MIN_SCORES]
+    assert 0 < n_tasks <= 2 * 2 * len(parallel), (n_tasks, steps)
+
+
+def _sequential_search(cache, n_nodes, prune_alpha):
+    """Oracle: the search in its plain sequential order (forward round, then the backward
+    step on the new source, one removal at a time; the pruning after the last round,
+    node by node and level by level), as the reference code runs it."""
+    cand, order = list(range(n_nodes)), []
+    pa = {j: [] for j in range(n_nodes)}
+    while cand:
+        cache.ensure([(e, pa[e]) for e in cand])
+        cache.ensure([(e, pa[e] + [c]) for c in cand for e in cand if c != e])
+        m = len(cand)
+        gain = np.zeros((m, m))
+        for a, c in enumerate(cand):
+            for b, e in enumerate(cand):
+                if c != e:
+                    gain[a, b] = cache.score(e, pa[e] + [c]) - cache.score(e, pa[e])
+        delta = gain - gain.T
+        np.fill_diagonal(delta, -np.inf)
+        worst = delta.max(axis=1)
+        scale = max(1.0, max(abs(cache.score(e, pa[e])) for e in cand))
+        tol = _causal_mixture.TIE_RTOL * scale
+        src = cand[int(np.flatnonzero(worst <= worst.min() + tol)[0])]
+        cand.remove(src)
+        order.append(src)
+        for e in cand:
+            if cache.score(e, pa[e]) - cache.score(e, pa[e] + [src]) > 0:
+                pa[e] = pa[e] + [src]
+        parents, n_removed = list(pa[src]), 0
+        while n_removed < len(parents) and len(parents) >= 2:
+            cache.ensure([(src, [q for q in parents if q != r]) for r in parents])
+            old = cache.score(src, parents)
+            diffs = [old - cache.score(src, [r for r in parents if r != q]) for q in parents]
+            positive = [(d, i) for i, d in enumerate(diffs) if d > 0]
+            if not positive:
+                break
+            parents.pop(min(positive)[1])
+            n_removed += 1
+        pa[src] = parents
+    threshold = np.log2(1.0 / prune_alpha)
+    for j in pa:
+        full = cache.score(j, pa[j])
+        for size in range(len(pa[j])):
+            level = list(combinations(pa[j], size))
+            cache.ensure([(j, s) for s in level])  # one batch per level, as the reference
+            passing = [s for s in level if abs(full - cache.score(j, s)) < threshold]
+            if passing:
+                pa[j] = list(passing[0])
+                break
+    return pa, order
+
+
+@pytest.mark.parametrize(
+    "n, n_nodes, seed, share, prune_alpha",
+    [(200, 20, 0, False, 0.05), (300, 12, 1, True, 0.01), (150, 8, 2, False, 0.5)],
+)
+def test_pipelined_search_equals_the_sequential_order(n, n_nodes, seed, share, prune_alpha):
+    rng = np.random.default_rng(seed)
+    X = _chain_data(n, n_nodes, seed)
+    X[:, 2:] += 0.5 * X[:, :-2] * rng.choice([0.0, 1.0], size=n_nodes - 2)  # some 2-hop edges
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    kwargs = dict(max_components=2, n_init=1, max_iter=20, seed=seed, n_jobs=None, share=share)
+    oracle_cache = _causal_mixture._ScoreCache(X, **kwargs)
+    expected = _sequential_search(oracle_cache, n_nodes, prune_alpha)
+    cache = _causal_mixture._ScoreCache(X, **kwargs)
+    assert _causal_mixture._topological_search(cache, n_nodes, prune_alpha) == expected
+    # the same local scores, no speculative extra ones: the serial cost is unchanged
+    assert cache.cache.keys() == oracle_cache.cache.keys()
+    assert sum(len(p) for p in expected[0].values()) > n_nodes // 2  # a non-trivial graph
+
+
+def _sleep_where(seconds):
+    import time
+
+    time.sleep(seconds)
+    return distributed.get_worker().address
+
+
+def test_dask_batches_go_to_the_first_free_worker(dask_client):
+    # one long batch and three short ones on 2 workers: handed out in order to the
+    # worker that is free, the short ones all run beside the long one (2 s in all);
+    # placed up front by the scheduler, one short batch could queue behind the long one
+    with parallel_config(backend="dask"):
+        where = parallel_map(_sleep_where, [(2.0,), (0.3,), (0.3,), (0.3,)], batch_size=1)
+    assert where[0] not in where[1:]
+    assert len(set(where[1:])) == 1
 
 
 def test_mmi_largest_members_first_keeps_the_member_order(dask_client):

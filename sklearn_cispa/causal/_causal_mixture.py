@@ -137,12 +137,13 @@ def _local_scores_task(
     return out
 
 
-SCORE_CHUNK = 16  # local scores per batched task (a fixed size: results never depend on it)
-# a search step with fewer local scores runs in the calling process: its batched EM takes
-# less time than a round trip to the workers saves
-PARALLEL_MIN_SCORES = 2 * SCORE_CHUNK
+SCORE_CHUNK = 16  # local scores per batched task in the calling process (any size: same results)
+# a search step with fewer local scores runs in the calling process: the round trip to
+# the workers would cost about what they save (a score costs several milliseconds)
+PARALLEL_MIN_SCORES = 8
 # tasks per worker of a parallel search step: few large tasks (the batched EM is at least
-# as fast on them), two each so that a worker that finishes first takes another
+# as fast on them); one per worker for a step of under 2 * SCORE_CHUNK scores per worker,
+# else two, so that a worker that finishes first takes another
 TASKS_PER_WORKER = 2
 
 
@@ -211,7 +212,8 @@ class _ScoreCache:
             out = [_local_scores_task(*self._task(chunk)) for chunk in chunks]
             results = [res for chunk in out for res in chunk]
         else:
-            n_chunks = min(self.n_workers * TASKS_PER_WORKER, len(items) // SCORE_CHUNK)
+            per_worker = len(items) // (self.n_workers * SCORE_CHUNK)
+            n_chunks = self.n_workers * (TASKS_PER_WORKER if per_worker >= 2 else 1)
             tasks = [self._task(chunk) for chunk in _deal(items, n_chunks)]
             out = parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs, batch_size=1)
             results = [None] * len(items)
@@ -263,14 +265,24 @@ def _topological_search(cache, n_nodes, prune_alpha):
     """TOPIC-style ordering search with the reference's forward, backward and pruning rules.
 
     Returns the parent lists (insertion order) and the causal order.
+
+    Scheduling: the backward step and the final pruning of a node removed from the
+    candidates change only that node's parents, which no later round reads, so they run
+    as generators of key requests (:func:`_node_steps`) whose scores join the next
+    round's forward scores in one batch (one parallel step instead of several small
+    sequential ones); the requests left after the last round are batched across nodes.
+    Every score is memoised and depends only on ``(node, parent set)``, so the result is
+    the one of the sequential order.
     """
+    threshold = np.log2(1.0 / prune_alpha)
     cand = list(range(n_nodes))
     order = []
     pa = {j: [] for j in range(n_nodes)}
+    running = {}  # node -> (its backward-and-pruning generator, the keys it waits for)
     while cand:
         keys = [(e, pa[e]) for e in cand]
         keys += [(e, pa[e] + [c]) for c in cand for e in cand if c != e]
-        cache.ensure(keys)
+        _ensure_and_advance(cache, running, pa, keys)
         m = len(cand)
         gain = np.zeros((m, m))
         for a, c in enumerate(cand):
@@ -291,47 +303,72 @@ def _topological_search(cache, n_nodes, prune_alpha):
         for e in cand:
             if cache.score(e, pa[e]) - cache.score(e, pa[e] + [src]) > 0:
                 pa[e] = pa[e] + [src]
-        # backward on src: remove the parent of smallest positive gain; never the last
-        # parent, and at most ceil(L / 2) removals (the reference's loop bound)
-        parents = list(pa[src])
-        n_removed = 0
-        while n_removed < len(parents):
-            if len(parents) < 2:
-                break
-            cache.ensure([(src, [q for q in parents if q != r]) for r in parents])
-            old = cache.score(src, parents)
-            best_q, best_diff = None, np.inf
-            for q in parents:
-                diff = old - cache.score(src, [r for r in parents if r != q])
-                if diff > 0 and diff < best_diff:
-                    best_q, best_diff = q, diff
-            if best_q is None:
-                break
-            parents.remove(best_q)
-            n_removed += 1
-        pa[src] = parents
-    _final_pruning(cache, pa, prune_alpha)
+        # backward on src and its final pruning: scored with the next round's keys
+        _start(running, pa, src, _node_steps(cache, src, pa[src], threshold))
+    while running:
+        _ensure_and_advance(cache, running, pa, [])
     return pa, order
 
 
-def _final_pruning(cache, pa, prune_alpha):
-    """Replace each parent set by its first strict subset (by size, then combination
-    order) whose score differs by less than ``log2(1 / prune_alpha)`` in absolute value."""
-    threshold = np.log2(1.0 / prune_alpha)
-    pending = [j for j in pa if pa[j]]
-    cache.ensure([(j, pa[j]) for j in pending])
-    full = {j: cache.score(j, pa[j]) for j in pending}
-    max_size = max((len(pa[j]) for j in pending), default=0)
-    for size in range(max_size):
-        level = [j for j in pending if size < len(pa[j])]
-        subsets = {j: list(itertools.combinations(pa[j], size)) for j in level}
-        cache.ensure([(j, s) for j in level for s in subsets[j]])
-        for j in level:
-            for s in subsets[j]:
-                if abs(full[j] - cache.score(j, s)) < threshold:
-                    pa[j] = list(s)
-                    pending.remove(j)
-                    break
+def _start(running, pa, node, steps):
+    """Run ``steps`` up to its next key request (or to its end: the parents of ``node``)."""
+    try:
+        running[node] = (steps, next(steps))
+    except StopIteration as stop:
+        pa[node] = stop.value
+
+
+def _ensure_and_advance(cache, running, pa, keys):
+    """Score ``keys`` and every running node's request in one batch, then resume them."""
+    cache.ensure(list(keys) + [key for _, request in running.values() for key in request])
+    for node in list(running):
+        steps, _ = running.pop(node)
+        _start(running, pa, node, steps)
+
+
+def _node_steps(cache, node, parents, threshold):
+    """The backward step and the final pruning of ``node`` (no longer a candidate), as a
+    generator that yields the keys each step needs and returns the parents kept."""
+    parents = yield from _backward_steps(cache, node, parents)
+    return (yield from _pruning_steps(cache, node, parents, threshold))
+
+
+def _backward_steps(cache, src, parents):
+    """Backward on ``src``: remove the parent of smallest positive gain; never the last
+    parent, and at most ceil(L / 2) removals (the reference's loop bound)."""
+    parents = list(parents)
+    n_removed = 0
+    while n_removed < len(parents):
+        if len(parents) < 2:
+            break
+        yield [(src, [q for q in parents if q != r]) for r in parents]
+        old = cache.score(src, parents)
+        best_q, best_diff = None, np.inf
+        for q in parents:
+            diff = old - cache.score(src, [r for r in parents if r != q])
+            if diff > 0 and diff < best_diff:
+                best_q, best_diff = q, diff
+        if best_q is None:
+            break
+        parents.remove(best_q)
+        n_removed += 1
+    return parents
+
+
+def _pruning_steps(cache, node, parents, threshold):
+    """Final pruning: replace the parent set by its first strict subset (by size, then
+    combination order) whose score differs by less than ``threshold`` in absolute
+    value (``log2(1 / prune_alpha)``). One request per subset size."""
+    if not parents:
+        return parents
+    full = cache.score(node, parents)  # memoised by the forward or backward step
+    for size in range(len(parents)):
+        subsets = list(itertools.combinations(parents, size))
+        yield [(node, s) for s in subsets]
+        for s in subsets:
+            if abs(full - cache.score(node, s)) < threshold:
+                return list(s)
+    return parents
 
 
 class _CachedScoreAdapter:
@@ -597,9 +634,11 @@ class CausalMixtureDiscoverer(BaseEstimator):
     max_iter : int, default=200
         EM iteration cap of every local mixture fit.
     n_jobs : int, default=None
-        Number of joblib jobs over the local scores of one search step, in tasks of
-        16 batched scores (through :func:`sklearn_cispa.utils.parallel_map`; a Dask
-        backend scales them out).
+        Number of joblib jobs over the local scores of one search step, one or two
+        tasks of batched scores per job (through
+        :func:`sklearn_cispa.utils.parallel_map`; a Dask backend scales them out). The
+        backward and pruning steps of the topological search are scored together with
+        the next round's scores, so they run in parallel too.
     random_state : int, RandomState instance or None, default=None
         Seeds every local fit from ``(random_state, node, sorted parent set)``: results do
         not depend on the evaluation order or on ``n_jobs``.
