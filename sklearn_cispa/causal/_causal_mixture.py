@@ -466,9 +466,7 @@ def _dag_extension_order(adjacency):
 # --------------------------------------------------------------------------------------
 
 
-def _mixing_evidence(
-    X, parents, fits, *, max_components, n_init, max_iter, seed, min_separation, heavy_tails
-):
+def _mixing_evidence(cache, parents, fits):
     """Per-node BIC gain of the best mixture over one mechanism, per row.
 
     For node ``j`` with its final parents: ``(BIC_1 - BIC_mix) / n``, where ``BIC_1`` is
@@ -480,8 +478,10 @@ def _mixing_evidence(
     mixture of components on one line is a heavy tail). Positive means the BIC prefers
     a mixture. The EM runs are seeded as the search's (same keys), so ``k >= 2`` fits
     repeat the search's fits; 0 where no ``k >= 2`` fit is affordable
-    (``max_components=1`` or too few rows).
+    (``max_components=1`` or too few rows). The data and the EM settings are the
+    search's ``cache``'s.
     """
+    X, seed, max_components = cache.X, cache.seed, cache.max_components
     n, n_nodes = X.shape
     single, mixed, idx = [], [], []
     for node in range(n_nodes):
@@ -493,12 +493,13 @@ def _mixing_evidence(
         if ks:
             mixed.append((Xp, y, ks, entropy))
             idx.append(node)
+    min_separation = cache.min_separation
     opts = dict(
-        n_init=n_init,
-        max_iter=max_iter,
+        n_init=cache.n_init,
+        max_iter=cache.max_iter,
         patience=K_PATIENCE,
         min_separation=min_separation,
-        heavy_tails=heavy_tails,
+        heavy_tails=cache.heavy_tails,
     )
     bic_1 = np.array([f["bic"] for f, _ in fit_mixture_bic_many(single, **opts)])
     bic_mix = bic_1.copy()
@@ -889,17 +890,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         self.scores_ = np.array([f[0] for f in fits]) + 2.0 * n * np.log(x_sd)
         self.n_components_ = np.array([f[1] for f in fits], dtype=np.int64)
         self.labels_ = np.column_stack([f[2] for f in fits]).astype(np.int64)
-        self.mixing_evidence_ = _mixing_evidence(
-            Xs,
-            parents,
-            fits,
-            max_components=self.max_components,
-            n_init=self.n_init,
-            max_iter=self.max_iter,
-            seed=seed,
-            min_separation=self.min_separation,
-            heavy_tails=self.heavy_tails,
-        )
+        self.mixing_evidence_ = _mixing_evidence(cache, parents, fits)
         self.mixing_sets_ = _mixing_sets(self.labels_, self.n_components_, self.mi_threshold)
         self.mixing_labels_ = np.zeros((n, len(self.mixing_sets_)), dtype=np.int64)
         for m, members in enumerate(self.mixing_sets_):
