@@ -121,38 +121,38 @@ def _student_t_fit(Z, y, var_floor):
     }
 
 
-def _shash_nll(theta, Z, y, log_floor):
+def _shash_nll(theta, Z, C, y, log_floor):
     """Negative log-likelihood and gradient of one linear mechanism with sinh-arcsinh
     noise (Jones and Pewsey 2009) whose log-scale is linear in the design.
 
-    ``theta = (a, c, eps, log_delta)``: location ``Z a``, scale ``exp(Z c)`` (floored at
+    ``theta = (a, c, eps, log_delta)``: location ``Z a``, scale ``exp(C c)`` (floored at
     ``exp(log_floor)``), skewness ``eps`` and tail weight ``delta`` (``eps = 0,
     delta = 1``: Gaussian; ``delta < 1``: heavier tails than Gaussian).
     """
-    d = Z.shape[1]
-    a, c, eps = theta[:d], theta[d : 2 * d], theta[2 * d]
-    ld = min(max(theta[2 * d + 1], -3.0), 3.0)  # tail weight kept in [e^-3, e^3]
-    eta = Z @ c
+    d, e = Z.shape[1], C.shape[1]
+    a, c, eps = theta[:d], theta[d : d + e], theta[d + e]
+    ld = min(max(theta[d + e + 1], -3.0), 3.0)  # tail weight kept in [e^-3, e^3]
+    eta = C @ c
     floored = eta < log_floor
     ls = np.where(floored, log_floor, eta)
     x = (y - Z @ a) * np.exp(-ls)
     delta = np.exp(ld)
     u = np.arcsinh(x)
     w = delta * u - eps
-    S, C = np.sinh(w), np.cosh(w)
+    S, cosh_w = np.sinh(w), np.cosh(w)
     one_x2 = 1.0 + x * x
-    logp = ld + np.log(C) - ls - 0.5 * _LOG_2PI - 0.5 * np.log(one_x2) - 0.5 * S * S
-    h = np.tanh(w) - S * C  # d logp / d w
+    logp = ld + np.log(cosh_w) - ls - 0.5 * _LOG_2PI - 0.5 * np.log(one_x2) - 0.5 * S * S
+    h = np.tanh(w) - S * cosh_w  # d logp / d w
     g = h * delta / np.sqrt(one_x2) - x / one_x2  # d logp / d x
     grad = np.empty_like(theta)
     grad[:d] = Z.T @ (g * np.exp(-ls))  # d x / d a = -Z / scale; signs flip for the nll
-    grad[d : 2 * d] = Z.T @ np.where(floored, 0.0, 1.0 + g * x)
-    grad[2 * d] = h.sum()
-    grad[2 * d + 1] = -(1.0 + h * delta * u).sum() if ld == theta[2 * d + 1] else 0.0
+    grad[d : d + e] = C.T @ np.where(floored, 0.0, 1.0 + g * x)
+    grad[d + e] = h.sum()
+    grad[d + e + 1] = -(1.0 + h * delta * u).sum() if ld == theta[d + e + 1] else 0.0
     return -float(logp.sum()), grad
 
 
-def _shash_fit(Z, y, var_floor):
+def _shash_fit(Z, y, var_floor, heteroscedastic=True):
     """One linear mechanism with skewed, heavy- or light-tailed, heteroscedastic noise.
 
     The noise is sinh-arcsinh (Jones and Pewsey 2009: skewness and tail weight, the
@@ -165,9 +165,11 @@ def _shash_fit(Z, y, var_floor):
     from scipy.optimize import minimize
 
     n, d = Z.shape
+    C = Z if heteroscedastic else Z[:, :1]
+    e = C.shape[1]
     ols = _ols_fit(Z, y, var_floor)
     log_floor = 0.5 * np.log(var_floor)
-    theta0 = np.zeros(2 * d + 2)
+    theta0 = np.zeros(d + e + 2)
     theta0[:d] = ols["B"][0]
     theta0[d] = 0.5 * np.log(ols["s2"][0])
     # BFGS in numpy: few parameters, and scipy's L-BFGS-B is slower here under BLAS
@@ -176,7 +178,7 @@ def _shash_fit(Z, y, var_floor):
         res = minimize(
             _shash_nll,
             theta0,
-            args=(Z, y, log_floor),
+            args=(Z, C, y, log_floor),
             jac=True,
             method="BFGS",
             options={"maxiter": SHASH_ITER},
@@ -191,8 +193,9 @@ def _shash_fit(Z, y, var_floor):
         "s2": np.array([max(np.exp(2.0 * theta[d]), var_floor)]),
         "pi": np.ones(1),
         "n_iter": int(res.nit),
-        "shape": (float(theta[2 * d]), float(np.exp(np.clip(theta[2 * d + 1], -3.0, 3.0)))),
-        "log_scale": theta[d : 2 * d].copy(),
+        "shape": (float(theta[d + e]), float(np.exp(np.clip(theta[d + e + 1], -3.0, 3.0)))),
+        "log_scale": theta[d : d + e].copy(),
+        "n_extra": e + 1,  # free parameters beyond the Gaussian fit's
     }
 
 
@@ -212,7 +215,7 @@ def _single_mechanism_fit(Z, y, var_floor, heavy_tails):
         s_fit = _shash_fit(Z, y, var_floor)
         if s_fit is not None:
             s_fit = _finish(s_fit, n, d)
-            s_fit["bic"] += d * np.log(n)  # scale slopes (d - 1), skewness, tail weight
+            s_fit["bic"] += s_fit["n_extra"] * np.log(n)  # scale slopes, skew, tail
             if s_fit["bic"] < fit["bic"]:
                 fit = s_fit
     fit["sep"] = np.inf

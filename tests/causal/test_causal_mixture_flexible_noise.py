@@ -61,8 +61,8 @@ def test_shash_gradient_matches_finite_differences():
     Z = with_intercept(rng.normal(size=(n, 2)))
     y = Z @ [0.3, 1.0, -0.5] + rng.gumbel(size=n)
     for theta in (0.3 * rng.normal(size=8), np.r_[0.1 * rng.normal(size=6), -0.4, 0.5]):
-        _, grad = _shash_nll(theta, Z, y, np.log(1e-3))
-        num = approx_fprime(theta, lambda t: _shash_nll(t, Z, y, np.log(1e-3))[0], 1e-7)
+        _, grad = _shash_nll(theta, Z, Z, y, np.log(1e-3))
+        num = approx_fprime(theta, lambda t: _shash_nll(t, Z, Z, y, np.log(1e-3))[0], 1e-7)
         np.testing.assert_allclose(grad, num, rtol=1e-4, atol=1e-3)
 
 
@@ -74,7 +74,7 @@ def test_shash_reduces_to_the_gaussian():
     y = rng.normal(size=n)
     a, log_sd = np.array([0.2, -0.7]), np.log(1.3)
     theta = np.r_[a, log_sd, 0.0, 0.0, 0.0]
-    nll, _ = _shash_nll(theta, Z, y, np.log(1e-6))
+    nll, _ = _shash_nll(theta, Z, Z, y, np.log(1e-6))
     expected = -norm.logpdf(y, Z @ a, np.exp(log_sd)).sum()
     assert nll == pytest.approx(expected, rel=1e-12)
 
