@@ -173,14 +173,15 @@ def test_flexible_noise_keeps_the_golden_demo_result():
 def test_sachs_single_condition_has_few_mixed_nodes():
     """Real data with no mixing of conditions: the rows of ONE experimental condition of
     the Sachs data (853 cells, condition 0). Defaults: 9 of 11 nodes mixed on the raw
-    intensities, 8 on the logs; ``flexible_noise=True``: 4 and 4. The four left (raw:
-    PLCg, Akt, PKC, JNK; log: PIP2, PKA, PKC, JNK) include the nodes whose log
+    intensities, 8 on the logs; ``flexible_noise=True``: 5 and 5. Those left (raw: Raf,
+    PLCg, Akt, PKC, JNK; log: PIP2, PIP3, PKA, PKC, JNK) include the nodes whose log
     intensity is visibly bimodal within the condition (PIP2, JNK, PKC), i.e. real
-    subpopulations of cells."""
+    subpopulations of cells. The bound is the measured value (a regression guard; the
+    truth, how many nodes have subpopulations, is unknown)."""
     from sklearn_cispa.datasets import load_sachs
 
     sachs = load_sachs()
     X = sachs.data[sachs.target == 0]
     for Z in (X, np.log(X)):
         est = CausalMixtureDiscoverer(flexible_noise=True, random_state=0).fit(Z)
-        assert (est.n_components_ > 1).sum() <= 4, est.n_components_
+        assert (est.n_components_ > 1).sum() <= 5, est.n_components_
