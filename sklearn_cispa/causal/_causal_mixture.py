@@ -634,7 +634,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         Also let one linear mechanism with skewed, heavy- or light-tailed noise whose
         scale depends on the parents compete as the ``k = 1`` local model
         (sinh-arcsinh noise of Jones and Pewsey, log-scale linear in the parents;
-        ``|P| + 1`` parameters more than the Gaussian fit, all counted in the BIC).
+        ``|P| + 2`` parameters more than the Gaussian fit, all counted in the BIC).
         Groups are then only claimed when the data are multimodal given the parents,
         not when the noise is skewed or heteroscedastic. Implies the Student-t
         candidate of ``heavy_tails``. See Notes.
@@ -730,7 +730,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
 
     ``flexible_noise=True`` (off by default) goes further: a single linear mechanism
     with sinh-arcsinh noise (skewness and tail weight) and a log-scale linear in the
-    parents competes as ``k = 1`` (``|P| + 1`` parameters more than the Gaussian
+    parents competes as ``k = 1`` (``|P| + 2`` parameters more than the Gaussian
     line, counted in the BIC), so only multimodality given the parents counts as
     mixing. On single-mechanism simulations (N = 6, n = 500, 4 seeds) with skewed,
     heteroscedastic or log-normal noise it calls 0 of 24 nodes mixed (defaults 16-24),

@@ -158,9 +158,11 @@ def _shash_fit(Z, y, var_floor, heteroscedastic=True):
     The noise is sinh-arcsinh (Jones and Pewsey 2009: skewness and tail weight, the
     Gaussian as a special case) with a log-scale linear in the parents; the location is
     linear in the parents. Maximum likelihood by BFGS from the OLS fit (so the
-    log-likelihood is at least the Gaussian one). ``2 d + 2`` free parameters for a
-    design of ``d`` columns (intercept included), ``d`` more than the Gaussian fit.
-    Returns a fit whose ``s2`` is the squared scale at the mean of the regressors.
+    log-likelihood is at least the Gaussian one). ``d + e + 2`` free parameters for a
+    location design of ``d`` columns (intercept included) and a scale design of ``e``
+    (``d``, or 1 without ``heteroscedastic``): ``e + 1`` more than the Gaussian fit
+    (``n_extra``). Returns a fit whose ``s2`` is the squared scale at the mean of the
+    regressors, or None if the optimiser ends below the Gaussian likelihood.
     """
     from scipy.optimize import minimize
 
@@ -203,7 +205,7 @@ def _single_mechanism_fit(Z, y, var_floor, heavy_tails):
     """The k = 1 fit: Gaussian OLS, or (``heavy_tails``) the better by BIC of it and the
     Student-t fit (:func:`_student_t_fit`, one parameter more); with
     ``heavy_tails="flexible"`` also the sinh-arcsinh heteroscedastic fit
-    (:func:`_shash_fit`, ``d`` parameters more than the Gaussian fit)."""
+    (:func:`_shash_fit`, ``d + 1`` parameters more than the Gaussian fit)."""
     n, d = Z.shape
     fit = _finish(_ols_fit(Z, y, var_floor), n, d)
     if heavy_tails:
