@@ -450,6 +450,7 @@ ROBUSTNESS = {
             "no_pruning": {"mi_threshold": 0.0, "prune_alpha": 1.0},
             "separation_1e6": {"min_separation": 1e6},
             "gaussian_bic_only": {"heavy_tails": False, "min_separation": 0.0},
+            "flexible_noise": {"flexible_noise": True, "heavy_tails": False},
         },
     },
     "MixtureOfLinearRegressions": {
