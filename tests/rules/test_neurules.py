@@ -1008,3 +1008,85 @@ def test_class_head_initialisation():
     X, y = load_breast_cancer(return_X_y=True)
     with pytest.raises(ValueError, match="head_init"):
         NeurulesClassifier(head_init="const").fit(X, y)
+
+
+def test_checkpoints_keep_the_most_accurate_list(monkeypatch):
+    """checkpoints=True: the kept list is the most accurate on the training rows among
+    the checkpoints (every max_epochs / 50 epochs and the end), the latest among ties;
+    an independent record of every checkpoint's score is the oracle."""
+    X, y = load_breast_cancer(return_X_y=True)
+    kw = {"n_rules": 6, "max_epochs": 100, "random_state": 1}
+    seen = []
+    original = NeurulesClassifier._snapshot
+
+    def recording(self, env, run, epoch):
+        original(self, env, run, epoch)
+        seen.append((epoch, self.score(X, y)))  # the list _snapshot just extracted
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = NeurulesClassifier(checkpoints=False, **kw).fit(X, y)
+        monkeypatch.setattr(NeurulesClassifier, "_snapshot", recording)
+        kept = NeurulesClassifier(checkpoints=True, **kw).fit(X, y)
+        monkeypatch.undo()
+        again = NeurulesClassifier(checkpoints=True, **kw).fit(X, y)
+    assert [e for e, _ in seen] == list(range(2, 101, 2))  # every 100 / 50 epochs
+    best = max(s for _, s in seen)
+    assert kept.score(X, y) == pytest.approx(best)
+    assert kept.checkpoint_epoch_ == max(e for e, s in seen if s == pytest.approx(best))
+    assert kept.score(X, y) >= plain.score(X, y)  # the final list is one of the candidates
+    assert seen[-1][1] == pytest.approx(plain.score(X, y))  # same training as without
+    assert plain.checkpoints_ is False and plain.checkpoint_epoch_ == 100
+    assert kept.checkpoints_ is True and kept.rules_ == again.rules_
+    # the printed list is still the model, and the kept temperatures are the checkpoint's
+    assert np.array_equal(reference_predict(kept.rules_, kept.default_class_, X), kept.predict(X))
+    if kept.checkpoint_epoch_ < 100:
+        assert kept._final_temperatures[0] > 0.04
+    # "auto": on above 2048 training rows (the mini-batch tables), off below
+    X_big = np.repeat(X, 4, axis=0)[:2049]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        small = NeurulesClassifier(n_rules=3, max_epochs=4, random_state=0).fit(X, y)
+        big = NeurulesClassifier(n_rules=3, max_epochs=4, random_state=0).fit(
+            X_big, np.repeat(y, 4)[:2049]
+        )
+    assert small.checkpoints_ is False and big.checkpoints_ is True
+    with pytest.raises(ValueError, match="checkpoints"):
+        NeurulesClassifier(checkpoints="always").fit(X, y)
+
+
+def fair_affairs_table():
+    """Fair's affairs survey (statsmodels; 6,366 rows, 8 ordinal and count columns,
+    32% positives): the issue's "real survey table". Not bundled (licence: used with
+    permission, all rights reserved)."""
+    sm = pytest.importorskip("statsmodels.api")
+    data = sm.datasets.fair.load_pandas().data
+    y = (data["affairs"] > 0).astype(int).to_numpy()
+    return data.drop(columns="affairs").to_numpy(dtype=float), y
+
+
+# 3-fold means over seeds 0-8 with the defaults: 0.7177 / 0.7116 / 0.7157 / 0.7187 /
+# 0.7201 / 0.7198 / 0.7205 / 0.7213 / FAIR8 (spread FAIRSPREAD; majority 0.6775, CART
+# with 10 leaves 0.7172). Before checkpoints: 0.7147 / 0.713 / 0.7034 / 0.7199 /
+# 0.7154 / 0.7031 / 0.7094 / 0.6902 / 0.7199 (spread 0.030). The test runs the
+# lowest and the highest seeds and the former worst three.
+FAIR_SEEDS = (1, 7, 2, 5)
+
+
+@pytest.mark.slow
+def test_stable_accuracy_across_seeds_on_the_fair_survey():
+    """Issue 24 on its own table and protocol: 3-fold StratifiedKFold(shuffle=True,
+    random_state=0), 10 rule slots, defaults. Thresholds are the acceptance figures:
+    max - min of the 3-fold mean accuracy over seeds <= 0.015, every seed >= majority +
+    0.025 (0.7025)."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    X, y = fair_affairs_table()
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    majority = 1 - y.mean()
+    means = []
+    for seed in FAIR_SEEDS:
+        clf = NeurulesClassifier(n_rules=10, random_state=seed)
+        means.append(float(np.mean(cross_val_score(clf, X, y, cv=cv))))
+    assert max(means) - min(means) <= 0.015, means
+    assert min(means) >= majority + 0.025, (means, majority)
