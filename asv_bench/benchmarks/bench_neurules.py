@@ -561,9 +561,9 @@ class FairSeedSpread:
                     warnings.simplefilter("ignore")
                     means.append(float(np.mean(cross_val_score(clf, X, y, cv=cv))))
             results[name] = {
-                "spread": max(means) - min(means),
-                "margin": min(means) - majority,
-                "vs_cart": min(means) / cart,
+                "spread": float(max(means) - min(means)),
+                "margin": float(min(means) - majority),
+                "vs_cart": float(min(means) / cart),
             }
         return results
 

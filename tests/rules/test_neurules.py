@@ -1073,8 +1073,9 @@ def fair_affairs_table():
 # 0.7193 / 0.7198 / 0.7205 / 0.7213 / 0.721 (spread 0.0105; majority 0.6775, CART with
 # 10 leaves 0.7172). Without checkpoints: 0.7147 / 0.713 / 0.7034 / 0.7199 / 0.7154 /
 # 0.7031 / 0.7094 / 0.6902 / 0.7199 (spread 0.030). The test runs the lowest and the
-# highest seeds with the defaults (1, 7) and the former worst three (7, 5, 2).
-FAIR_SEEDS = (1, 7, 2, 5)
+# highest seed with the defaults (1 and 7; 7 was the worst before) and seed 2 (the
+# third worst before): 9 fits, about 45 CPU-s. The ASV benchmark runs all nine.
+FAIR_SEEDS = (1, 7, 2)
 
 
 @pytest.mark.slow
