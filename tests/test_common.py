@@ -481,6 +481,7 @@ ROBUSTNESS = {
             "lr_10": {"max_epochs": 20, "lr": 10.0},
             "lr_10_three_runs": {"max_epochs": 10, "lr": 10.0, "n_init": 3},
             "quantile_cuts_lr_10": {"max_epochs": 20, "lr": 10.0, "cut_init": "quantile"},
+            "checkpoints_lr_10": {"max_epochs": 20, "lr": 10.0, "checkpoints": True},
         },
     },
 

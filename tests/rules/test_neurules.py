@@ -879,14 +879,17 @@ def noisy_planted_table(n, seed):
 
 
 _SURVEY_XFAIL = (
-    "issue 24 not met on the survey-like table: with the defaults seeds 0-8 give "
-    "0.7275 / 0.7175 / 0.7335 / 0.7265 / 0.72 / 0.7225 / 0.7245 / 0.6955 / 0.7265 "
-    "(spread 0.038; seed 2 beats CART's 0.7245). Not a convergence failure: seed 7 "
-    "fits its training rows as well as the best seeds (accuracy 0.728, cross-entropy "
-    "0.537 against 0.552 / 0.587 for seeds 0 / 8) but its first rule, x3 > 2.5 and "
-    "x5 > 50 -> 1, covers a region where the true P(y=1) is about 0.3-0.5. The "
-    "reference code spreads more on this split (0.675-0.7205, four of nine seeds "
-    "below majority + 0.025). See the user guide."
+    "issue 24 not met on the survey-like table: with the defaults (quantile cuts and "
+    "checkpoints) seeds 0-8 give 0.7265 / 0.7265 / 0.731 / 0.7245 / 0.72 / 0.7285 / "
+    "0.7245 / 0.695 / 0.7265 (spread 0.036; without checkpoints 0.038, seed 7 at "
+    "0.6955). Not a convergence failure and not an extraction failure: seed 7's list "
+    "fits its training rows as well as the seeds that generalise (training accuracy "
+    "0.730 against 0.7258 for seeds 6 and 8), so neither checkpoints nor restarts "
+    "selected by training accuracy can see it; its first rule, x3 > 2.5 and x5 > 50 "
+    "-> 1, covers a region where the true P(y=1) is about 0.3-0.5. The reference code "
+    "spreads more on this split (0.675-0.7205, four of nine seeds below majority + "
+    "0.025). The issue's real survey table (Fair's affairs data) meets the target: "
+    "see test_stable_accuracy_across_seeds_on_the_fair_survey and the user guide."
 )
 
 
@@ -894,7 +897,7 @@ _SURVEY_XFAIL = (
 @pytest.mark.parametrize(
     "make_table, margin, seeds",
     [
-        # the issue's survey-like table: majority 0.680, CART (10 leaves) 0.7245, Bayes
+        # the survey-like synthetic table: majority 0.680, CART (10 leaves) 0.7245, Bayes
         # rule 0.738. Seeds 0-8 with cut_init="range" (the former default): 0.718 /
         # 0.7265 / 0.7195 / 0.7195 / 0.698 / 0.7195 / 0.718 / 0.7175 / 0.7185
         pytest.param(
@@ -904,10 +907,11 @@ _SURVEY_XFAIL = (
             marks=pytest.mark.xfail(strict=True, reason=_SURVEY_XFAIL),
         ),
         # continuous planted list with 10% noise: majority 0.581, CART 0.8965, the Bayes
-        # rate about 0.90. Defaults, seeds 0-4: 0.8875 / 0.8905 / 0.8905 / 0.889 / 0.878
-        # (seeds 5-7: 0.8875 / 0.8865 / 0.8905). cut_init="range" (the former default):
-        # 0.8645 / 0.8725 / 0.873 / 0.732 / 0.8615, and seeds 5 / 6 0.710 / 0.7365
-        # (missed planted conjunction)
+        # rate about 0.90. Defaults, seeds 0-4: 0.8875 / 0.8905 / 0.892 / 0.889 / 0.886
+        # (seeds 5-7: 0.8875 / 0.8905 / 0.8915). Without checkpoints: 0.8875 / 0.8905 /
+        # 0.8905 / 0.889 / 0.878; a checkpoint every 25 epochs: seed 2 0.8935, seed 4
+        # 0.878 (spread 0.0155). cut_init="range" (the former default): 0.8645 / 0.8725 /
+        # 0.873 / 0.732 / 0.8615, and seeds 5 / 6 0.710 / 0.7365 (missed conjunction)
         (noisy_planted_table, 0.25, (0, 1, 2, 3, 4)),
     ],
 )
@@ -1008,3 +1012,86 @@ def test_class_head_initialisation():
     X, y = load_breast_cancer(return_X_y=True)
     with pytest.raises(ValueError, match="head_init"):
         NeurulesClassifier(head_init="const").fit(X, y)
+
+
+def test_checkpoints_keep_the_most_accurate_list(monkeypatch):
+    """checkpoints=True: the kept list is the most accurate on the training rows among
+    the checkpoints (every max_epochs / 50 epochs and the end), the latest among ties;
+    an independent record of every checkpoint's score is the oracle."""
+    X, y = load_breast_cancer(return_X_y=True)
+    kw = {"n_rules": 6, "max_epochs": 100, "random_state": 1}
+    seen = []
+    original = NeurulesClassifier._snapshot
+
+    def recording(self, env, run, epoch):
+        original(self, env, run, epoch)
+        seen.append((epoch, self.score(X, y)))  # the list _snapshot just extracted
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = NeurulesClassifier(checkpoints=False, **kw).fit(X, y)
+        monkeypatch.setattr(NeurulesClassifier, "_snapshot", recording)
+        kept = NeurulesClassifier(checkpoints=True, **kw).fit(X, y)
+        monkeypatch.undo()
+        again = NeurulesClassifier(checkpoints=True, **kw).fit(X, y)
+    assert [e for e, _ in seen] == list(range(2, 101, 2))  # every 100 / 50 epochs
+    best = max(s for _, s in seen)
+    assert kept.score(X, y) == pytest.approx(best)
+    assert kept.checkpoint_epoch_ == max(e for e, s in seen if s == pytest.approx(best))
+    assert kept.score(X, y) >= plain.score(X, y)  # the final list is one of the candidates
+    assert seen[-1][1] == pytest.approx(plain.score(X, y))  # same training as without
+    assert plain.checkpoints_ is False and plain.checkpoint_epoch_ == 100
+    assert kept.checkpoints_ is True and kept.rules_ == again.rules_
+    # the printed list is still the model, and the kept temperatures are the checkpoint's
+    assert np.array_equal(reference_predict(kept.rules_, kept.default_class_, X), kept.predict(X))
+    if kept.checkpoint_epoch_ < 100:
+        assert kept._final_temperatures[0] > 0.04
+    # "auto": on above 2048 training rows (the mini-batch tables), off below
+    X_big = np.repeat(X, 4, axis=0)[:2049]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        small = NeurulesClassifier(n_rules=3, max_epochs=4, random_state=0).fit(X, y)
+        big = NeurulesClassifier(n_rules=3, max_epochs=4, random_state=0).fit(
+            X_big, np.repeat(y, 4)[:2049]
+        )
+    assert small.checkpoints_ is False and big.checkpoints_ is True
+    with pytest.raises(ValueError, match="checkpoints"):
+        NeurulesClassifier(checkpoints="always").fit(X, y)
+
+
+def fair_affairs_table():
+    """Fair's affairs survey (statsmodels; 6,366 rows, 8 ordinal and count columns,
+    32% positives): the issue's "real survey table". Not bundled (licence: used with
+    permission, all rights reserved)."""
+    sm = pytest.importorskip("statsmodels.api")
+    data = sm.datasets.fair.load_pandas().data
+    y = (data["affairs"] > 0).astype(int).to_numpy()
+    return data.drop(columns="affairs").to_numpy(dtype=float), y
+
+
+# 3-fold means over seeds 0-8 with the defaults: 0.719 / 0.7108 / 0.7149 / 0.7182 /
+# 0.7193 / 0.7198 / 0.7205 / 0.7213 / 0.721 (spread 0.0105; majority 0.6775, CART with
+# 10 leaves 0.7172). Without checkpoints: 0.7147 / 0.713 / 0.7034 / 0.7199 / 0.7154 /
+# 0.7031 / 0.7094 / 0.6902 / 0.7199 (spread 0.030). The test runs the lowest and the
+# highest seed with the defaults (1 and 7; 7 was the worst before) and seed 2 (the
+# third worst before): 9 fits, about 45 CPU-s. The ASV benchmark runs all nine.
+FAIR_SEEDS = (1, 7, 2)
+
+
+@pytest.mark.slow
+def test_stable_accuracy_across_seeds_on_the_fair_survey():
+    """Issue 24 on its own table and protocol: 3-fold StratifiedKFold(shuffle=True,
+    random_state=0), 10 rule slots, defaults. Thresholds are the acceptance figures:
+    max - min of the 3-fold mean accuracy over seeds <= 0.015, every seed >= majority +
+    0.025 (0.7025)."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    X, y = fair_affairs_table()
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    majority = 1 - y.mean()
+    means = []
+    for seed in FAIR_SEEDS:
+        clf = NeurulesClassifier(n_rules=10, random_state=seed)
+        means.append(float(np.mean(cross_val_score(clf, X, y, cv=cv))))
+    assert max(means) - min(means) <= 0.015, means
+    assert min(means) >= majority + 0.025, (means, majority)
