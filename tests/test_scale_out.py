@@ -266,3 +266,44 @@ def test_mmi_largest_members_first_keeps_the_member_order(dask_client):
         assert a.n_estimators == b.n_estimators
         assert a.random_state == b.random_state
     assert_array_equal(loky.predict_proba(X), serial.predict_proba(X))
+
+
+def test_dask_path_waves_and_worker_count(dask_client, monkeypatch):
+    # each wave of batches leaves in one graph update (client.map), never one submit per
+    # batch; the worker count is asked once, not before every call (a scheduler round
+    # trip that a search paid once per step)
+    maps, ncores_calls = [], []
+    client_map, client_ncores = dask_client.map, dask_client.ncores
+
+    def counting_map(func, *iterables, **kwargs):
+        maps.append(len(iterables[0]))
+        return client_map(func, *iterables, **kwargs)
+
+    def counting_ncores(*args, **kwargs):
+        ncores_calls.append(1)
+        return client_ncores(*args, **kwargs)
+
+    monkeypatch.setattr(dask_client, "map", counting_map)
+    monkeypatch.setattr(dask_client, "ncores", counting_ncores)
+    monkeypatch.setattr(dask_client, "submit", None)  # the direct path does not submit
+    monkeypatch.setattr(_parallel, "_N_WORKERS_TTL", 1e9)
+    _parallel._N_WORKERS.clear()
+    with parallel_config(backend="dask"):
+        for _ in range(3):
+            assert parallel_map(abs, [(-1,), (-2,)], batch_size=1) == [1, 2]
+        assert maps == [2, 2, 2]  # one batch per worker: one wave per call
+        maps.clear()
+        out = parallel_map(abs, [(-i,) for i in range(5)], batch_size=1)
+    assert out == [0, 1, 2, 3, 4]
+    assert maps[0] == 2 and sum(maps) == 5 and len(maps) <= 4, maps
+    assert len(ncores_calls) == 1
+    # a worker count older than the time to live is asked again
+    monkeypatch.setattr(_parallel, "_N_WORKERS_TTL", 0.0)
+    with parallel_config(backend="dask"):
+        parallel_map(abs, [(-1,), (-2,)])
+    assert len(ncores_calls) == 2
+
+
+def test_dask_path_raises_the_task_error(dask_client):
+    with parallel_config(backend="dask"), pytest.raises(ValueError, match="invalid literal"):
+        parallel_map(int, [("1",), ("x",), ("3",)], batch_size=1)

@@ -48,6 +48,9 @@ _N_JOBS = [
 # Dask futures of arguments already scattered, per client: id(obj) -> (weakref, future)
 _SCATTERED = {}
 _SCATTER_LOCK = threading.Lock()
+# worker threads per Dask client: id(client) -> (weakref, time asked, count)
+_N_WORKERS = {}
+_N_WORKERS_TTL = 1.0  # seconds
 
 
 @validate_params(
@@ -226,6 +229,29 @@ def _scattered_futures(client, shared):
         return [cache[id(obj)][1] for obj in shared]
 
 
+def _dask_n_workers(backend):
+    """Worker threads of the Dask client of ``backend``, asked at most once a second.
+
+    ``effective_n_jobs`` of joblib's Dask backend is a scheduler round trip
+    (``client.ncores()``); a search that calls the loop once per step paid it every
+    step, before its batches could leave. The count only shapes the batches, never
+    the results, so a count up to a second old (a cluster that scales) is harmless.
+    """
+    import time
+
+    client = backend.client
+    now = time.monotonic()
+    with _SCATTER_LOCK:
+        entry = _N_WORKERS.get(id(client))
+        if entry is not None and entry[0]() is client and now - entry[1] < _N_WORKERS_TTL:
+            return entry[2]
+    n_workers = int(backend.effective_n_jobs(None))
+    if n_workers > 0:  # none yet: ask again next time
+        with _SCATTER_LOCK:
+            _N_WORKERS[id(client)] = (weakref.ref(client), now, n_workers)
+    return n_workers
+
+
 def _dask_map(backend, func, batches, shared, n_workers):
     """Run the batches on the Dask client of ``backend`` directly.
 
@@ -240,9 +266,17 @@ def _dask_map(backend, func, batches, shared, n_workers):
     lets the scheduler place them by its own estimate of their cost (the same for every
     batch of a call), so a worker could wait on a queue of large batches while the other
     idles until work stealing moves one (the members of an MMI ensemble, largest first,
-    ended up 1.1 to 1.2 times the ideal time apart). Each result is fetched as soon as its
-    batch is done (after the next batch is sent), so unpickling the results here (fitted
-    forests) overlaps with the work still running instead of following it.
+    ended up 1.1 to 1.2 times the ideal time apart).
+
+    Round trips are what a call costs on a small cluster (each message costs CPU time in
+    the scheduler's process and in a worker, which a 2-core machine takes from the
+    work): the batches of a wave (the first one per worker thread, then those that
+    replace the batches finished together) leave in one ``client.map`` (one graph
+    update instead of one per batch), and the results finished together are fetched
+    with one ``client.gather`` after their replacements are sent, so that the workers
+    are busy while the results travel and are unpickled here (fitted forests). The
+    client's own ``direct_to_workers`` decides whether the results come straight from
+    the workers or through the scheduler.
     """
     import cloudpickle
     from distributed import as_completed
@@ -252,29 +286,33 @@ def _dask_map(backend, func, batches, shared, n_workers):
     futures_shared = _scattered_futures(client, shared) if shared else []
     config = get_config()
     kwargs = {"pure": False, **getattr(backend, "submit_kwargs", {})}
+    position = {}
 
-    def submit(index):
-        future = client.submit(
+    def submit(indices):
+        n = len(indices)
+        futures = client.map(
             _run_batch_with_config,
-            config,
-            cloudpickle.dumps((func, batches[index])),
-            *futures_shared,
+            [config] * n,
+            [cloudpickle.dumps((func, batches[i])) for i in indices],
+            *[[future] * n for future in futures_shared],
             **kwargs,
         )
-        position[future.key] = index
-        return future
+        for i, future in zip(indices, futures):
+            position[future.key] = i
+        return futures
 
-    position = {}
     first = min(len(batches), max(1, n_workers))
-    running = as_completed([submit(i) for i in range(first)])
-    out = [None] * len(batches)
+    running = as_completed(submit(range(first)))
     following = iter(range(first, len(batches)))
-    for future in running:
-        # the next batch first, so that the worker is busy while the result travels
-        index = next(following, None)
-        if index is not None:
-            running.add(submit(index))
-        out[position.pop(future.key)] = future.result()
+    out = [None] * len(batches)
+    while not running.is_empty():
+        done = running.next_batch(block=True)
+        # the next batches first, so that the workers are busy while the results travel
+        indices = [i for _, i in zip(done, following)]
+        if indices:
+            running.update(submit(indices))
+        for future, result in zip(done, client.gather(done)):
+            out[position.pop(future.key)] = result
     return out
 
 
@@ -351,9 +389,12 @@ def parallel_map(
     tasks = [tuple(args) for args in tasks]
     if not tasks:
         return []
-    n_workers = outer_n_jobs(n_jobs)
     backend, _ = get_active_backend()
     on_dask = type(backend).__name__ == "DaskDistributedBackend" and require is None
+    if on_dask and n_jobs != 1:
+        n_workers = _dask_n_workers(backend)
+    else:
+        n_workers = outer_n_jobs(n_jobs)
     # one task gains nothing from a pool: it runs here, without the round trip
     if len(tasks) == 1 or (n_workers == 1 and not on_dask):
         return [func(*args) for args in tasks]
