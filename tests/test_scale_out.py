@@ -268,39 +268,42 @@ def test_mmi_largest_members_first_keeps_the_member_order(dask_client):
     assert_array_equal(loky.predict_proba(X), serial.predict_proba(X))
 
 
-def test_dask_path_waves_and_worker_count(dask_client, monkeypatch):
-    # each wave of batches leaves in one graph update (client.map), never one submit per
-    # batch; the worker count is asked once, not before every call (a scheduler round
-    # trip that a search paid once per step)
-    maps, ncores_calls = [], []
-    client_map, client_ncores = dask_client.map, dask_client.ncores
+def test_dask_path_places_each_batch_and_asks_the_workers_once(dask_client, monkeypatch):
+    # the first batches go one to each worker, each next one to the worker that finished
+    # one (placed explicitly, loosely: the scheduler left alone put both batches of a
+    # first wave on one worker now and then); the workers are asked once, not before
+    # every call (a scheduler round trip that a search paid once per step)
+    placed, ncores_calls = [], []
+    client_submit, client_ncores = dask_client.submit, dask_client.ncores
+    workers = sorted(client_ncores())
 
-    def counting_map(func, *iterables, **kwargs):
-        maps.append(len(iterables[0]))
-        return client_map(func, *iterables, **kwargs)
+    def recording_submit(func, *args, **kwargs):
+        placed.append((kwargs.get("workers"), kwargs.get("allow_other_workers")))
+        return client_submit(func, *args, **kwargs)
 
     def counting_ncores(*args, **kwargs):
         ncores_calls.append(1)
         return client_ncores(*args, **kwargs)
 
-    monkeypatch.setattr(dask_client, "map", counting_map)
+    monkeypatch.setattr(dask_client, "submit", recording_submit)
     monkeypatch.setattr(dask_client, "ncores", counting_ncores)
-    monkeypatch.setattr(dask_client, "submit", None)  # the direct path does not submit
     monkeypatch.setattr(_parallel, "_N_WORKERS_TTL", 1e9)
     _parallel._N_WORKERS.clear()
     with parallel_config(backend="dask"):
         for _ in range(3):
-            assert parallel_map(abs, [(-1,), (-2,)], batch_size=1) == [1, 2]
-        assert maps == [2, 2, 2]  # one batch per worker: one wave per call
-        maps.clear()
-        out = parallel_map(abs, [(-i,) for i in range(5)], batch_size=1)
-    assert out == [0, 1, 2, 3, 4]
-    assert maps[0] == 2 and sum(maps) == 5 and len(maps) <= 4, maps
+            placed.clear()
+            assert parallel_map(_sleep_where, [(0.2,), (0.2,)], batch_size=1) == workers
+            assert placed == [([w], True) for w in workers]
+        placed.clear()
+        where = parallel_map(_sleep_where, [(0.6,), (0.1,), (0.1,), (0.1,)], batch_size=1)
+    # the long batch on the first worker, the short ones where they were sent
+    assert where == [workers[0]] + [workers[1]] * 3
+    assert [w for w, _ in placed] == [[workers[0]]] + [[workers[1]]] * 3
     assert len(ncores_calls) == 1
-    # a worker count older than the time to live is asked again
+    # slots older than their time to live are asked again
     monkeypatch.setattr(_parallel, "_N_WORKERS_TTL", 0.0)
     with parallel_config(backend="dask"):
-        parallel_map(abs, [(-1,), (-2,)])
+        assert parallel_map(abs, [(-1,), (-2,)]) == [1, 2]
     assert len(ncores_calls) == 2
 
 
