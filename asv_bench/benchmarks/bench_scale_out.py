@@ -17,19 +17,21 @@ seconds on a quiet 2-core machine:
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process, set up for
 numerical batch work as ``docs/user_guide/parallel.rst`` describes: no malloc trim
-threshold, no statistical profiler, slower periodic polls, no work stealing, results
-fetched from the workers directly). Serial and parallel runs alternate, the best of
-three each. Where a Dask run spends its time (CPU per process, the wait between
-batches) is accounted in the user guide's "Where the time goes": the tasks cost the
-same CPU time in Dask's workers as in loky's; the cluster's own work was about 4% of
-it on a loaded machine, and the rest of the gap to loky is the round trips of each
-search step, which ``parallel_map`` keeps to one graph update per wave of batches and
-one gather per group of finished ones. The results
-are checked to equal the serial ones in ``tests/test_scale_out.py``. Under
-``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the sizes are much smaller (n = 100
-and 8 nodes; 8 fits on digits; 4 members on 600 rows), each side runs once, and the Dask
-workers are threads of this process (no worker interpreters to start): the run checks
-that the benchmark works, not the ratio.
+threshold, no statistical profiler, slower periodic polls, no work stealing, no active
+memory manager, results fetched from the workers directly). Serial and parallel runs
+alternate, the best of three each. Where a Dask run spends its time (CPU per process,
+the wait between batches) is accounted in the user guide's "Where the time goes": the
+tasks cost the same CPU time in Dask's workers as in loky's; the cluster's own work was
+about 4% of it on a loaded machine, and the rest of the gap to loky is waiting: the
+round trips of each search step, which ``parallel_map`` keeps to one per batch (no
+scheduler call for the worker count, results finished together in one gather), and
+batches that the scheduler placed beside the other batch of their wave, which
+``parallel_map`` now places on their workers itself. The results are checked to equal
+the serial ones in ``tests/test_scale_out.py``. Under ``SKLEARN_CISPA_BENCH_SMOKE=1``
+(the CI smoke run) the sizes are much smaller (n = 100 and 8 nodes; 8 fits on digits;
+4 members on 600 rows), each side runs once, and the Dask workers are threads of this
+process (no worker interpreters to start): the run checks that the benchmark works,
+not the ratio.
 """
 
 import sys
