@@ -266,3 +266,47 @@ def test_mmi_largest_members_first_keeps_the_member_order(dask_client):
         assert a.n_estimators == b.n_estimators
         assert a.random_state == b.random_state
     assert_array_equal(loky.predict_proba(X), serial.predict_proba(X))
+
+
+def test_dask_path_places_each_batch_and_asks_the_workers_once(dask_client, monkeypatch):
+    # the first batches go one to each worker, each next one to the worker that finished
+    # one (placed explicitly, loosely: the scheduler left alone put both batches of a
+    # first wave on one worker now and then); the workers are asked once, not before
+    # every call (a scheduler round trip that a search paid once per step)
+    placed, ncores_calls = [], []
+    client_submit, client_ncores = dask_client.submit, dask_client.ncores
+    workers = sorted(client_ncores())
+
+    def recording_submit(func, *args, **kwargs):
+        placed.append((kwargs.get("workers"), kwargs.get("allow_other_workers")))
+        return client_submit(func, *args, **kwargs)
+
+    def counting_ncores(*args, **kwargs):
+        ncores_calls.append(1)
+        return client_ncores(*args, **kwargs)
+
+    monkeypatch.setattr(dask_client, "submit", recording_submit)
+    monkeypatch.setattr(dask_client, "ncores", counting_ncores)
+    monkeypatch.setattr(_parallel, "_N_WORKERS_TTL", 1e9)
+    _parallel._N_WORKERS.clear()
+    with parallel_config(backend="dask"):
+        for _ in range(3):
+            placed.clear()
+            assert parallel_map(_sleep_where, [(0.2,), (0.2,)], batch_size=1) == workers
+            assert placed == [([w], True) for w in workers]
+        placed.clear()
+        where = parallel_map(_sleep_where, [(0.6,), (0.1,), (0.1,), (0.1,)], batch_size=1)
+    # the long batch on the first worker, the short ones where they were sent
+    assert where == [workers[0]] + [workers[1]] * 3
+    assert [w for w, _ in placed] == [[workers[0]]] + [[workers[1]]] * 3
+    assert len(ncores_calls) == 1
+    # slots older than their time to live are asked again
+    monkeypatch.setattr(_parallel, "_N_WORKERS_TTL", 0.0)
+    with parallel_config(backend="dask"):
+        assert parallel_map(abs, [(-1,), (-2,)]) == [1, 2]
+    assert len(ncores_calls) == 2
+
+
+def test_dask_path_raises_the_task_error(dask_client):
+    with parallel_config(backend="dask"), pytest.raises(ValueError, match="invalid literal"):
+        parallel_map(int, [("1",), ("x",), ("3",)], batch_size=1)

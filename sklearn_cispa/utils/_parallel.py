@@ -48,6 +48,9 @@ _N_JOBS = [
 # Dask futures of arguments already scattered, per client: id(obj) -> (weakref, future)
 _SCATTERED = {}
 _SCATTER_LOCK = threading.Lock()
+# worker-thread slots per Dask client: id(client) -> (weakref, time asked, addresses)
+_N_WORKERS = {}
+_N_WORKERS_TTL = 1.0  # seconds
 
 
 @validate_params(
@@ -226,7 +229,42 @@ def _scattered_futures(client, shared):
         return [cache[id(obj)][1] for obj in shared]
 
 
-def _dask_map(backend, func, batches, shared, n_workers):
+def _dask_slots(backend):
+    """Worker-thread slots of the Dask client of ``backend``, asked at most once a second.
+
+    A list with one worker address per worker thread, the workers taken in turn (so
+    that the first batches of a call go to different workers). joblib's Dask backend
+    asks the scheduler for the thread count (``client.ncores()``, a round trip) before
+    every call; a search that calls the loop once per step paid it every step. The
+    slots only shape the batches and where they run, never the results, so a list up to
+    a second old (a cluster that scales) is harmless: a batch placed on a worker that
+    has left runs on another.
+    """
+    import time
+
+    client = backend.client
+    now = time.monotonic()
+    with _SCATTER_LOCK:
+        entry = _N_WORKERS.get(id(client))
+        if entry is not None and entry[0]() is client and now - entry[1] < _N_WORKERS_TTL:
+            return entry[2]
+    nthreads = client.ncores()
+    if not nthreads:  # none yet: joblib's backend waits for them (or raises)
+        backend.effective_n_jobs(None)
+        nthreads = client.ncores()
+    slots = [
+        address
+        for k in range(max(nthreads.values(), default=0))
+        for address in sorted(nthreads)
+        if nthreads[address] > k
+    ]
+    if slots:
+        with _SCATTER_LOCK:
+            _N_WORKERS[id(client)] = (weakref.ref(client), now, slots)
+    return slots
+
+
+def _dask_map(backend, func, batches, shared, slots):
     """Run the batches on the Dask client of ``backend`` directly.
 
     joblib's Dask backend costs about three times a plain ``client.submit`` per call (a
@@ -235,14 +273,22 @@ def _dask_map(backend, func, batches, shared, n_workers):
     The scikit-learn configuration travels with each batch, as
     ``sklearn.utils.parallel`` would carry it.
 
-    The batches are handed out as loky hands them out: one per worker thread, then the
-    next batch, in order, to the first worker that finishes. Submitting them all at once
-    lets the scheduler place them by its own estimate of their cost (the same for every
-    batch of a call), so a worker could wait on a queue of large batches while the other
-    idles until work stealing moves one (the members of an MMI ensemble, largest first,
-    ended up 1.1 to 1.2 times the ideal time apart). Each result is fetched as soon as its
-    batch is done (after the next batch is sent), so unpickling the results here (fitted
-    forests) overlaps with the work still running instead of following it.
+    The batches are handed out as loky hands them out: one per worker thread (``slots``,
+    one worker address per thread), then the next batch, in order, to the worker whose
+    batch finished first. Each batch is placed on its worker explicitly (a loose
+    restriction: another worker takes it if that one has left). Left to itself, the
+    scheduler put both batches of a first wave on one worker now and then (the data
+    they share was on that worker only: the active memory manager drops the copies of
+    a broadcast that no task waits for), and the other worker idled until work stealing
+    moved one, a second later, or for the whole call without work stealing (the MMI
+    members: 8 s of 12). Submitted all at once, the batches were placed by the
+    scheduler's estimate of their cost (the same for every batch of a call), so a worker
+    could also wait on a queue of large batches.
+
+    The results finished together are fetched with one ``client.gather``, after their
+    replacements are sent, so that the workers are busy while the results travel and
+    are unpickled here (fitted forests). The client's own ``direct_to_workers`` decides
+    whether they come straight from the workers or through the scheduler.
     """
     import cloudpickle
     from distributed import as_completed
@@ -252,29 +298,36 @@ def _dask_map(backend, func, batches, shared, n_workers):
     futures_shared = _scattered_futures(client, shared) if shared else []
     config = get_config()
     kwargs = {"pure": False, **getattr(backend, "submit_kwargs", {})}
+    placed = "workers" not in kwargs  # a caller's own restriction wins
+    where = {}
 
-    def submit(index):
+    def submit(index, address):
+        to = {}
+        if placed and address is not None:
+            to = {"workers": [address], "allow_other_workers": True}
         future = client.submit(
             _run_batch_with_config,
             config,
             cloudpickle.dumps((func, batches[index])),
             *futures_shared,
             **kwargs,
+            **to,
         )
-        position[future.key] = index
+        where[future.key] = (index, address)
         return future
 
-    position = {}
-    first = min(len(batches), max(1, n_workers))
-    running = as_completed([submit(i) for i in range(first)])
-    out = [None] * len(batches)
+    first = min(len(batches), len(slots))
+    running = as_completed([submit(i, slots[i]) for i in range(first)])
     following = iter(range(first, len(batches)))
-    for future in running:
-        # the next batch first, so that the worker is busy while the result travels
-        index = next(following, None)
-        if index is not None:
-            running.add(submit(index))
-        out[position.pop(future.key)] = future.result()
+    out = [None] * len(batches)
+    while not running.is_empty():
+        done = running.next_batch(block=True)
+        # the next batches first, each to the worker that finished one, so that the
+        # workers are busy while the results travel
+        for future, index in zip(done, following):
+            running.add(submit(index, where[future.key][1]))
+        for future, result in zip(done, client.gather(done)):
+            out[where.pop(future.key)[0]] = result
     return out
 
 
@@ -351,9 +404,10 @@ def parallel_map(
     tasks = [tuple(args) for args in tasks]
     if not tasks:
         return []
-    n_workers = outer_n_jobs(n_jobs)
     backend, _ = get_active_backend()
     on_dask = type(backend).__name__ == "DaskDistributedBackend" and require is None
+    slots = _dask_slots(backend) if on_dask and n_jobs != 1 else None
+    n_workers = len(slots) if slots else outer_n_jobs(n_jobs)
     # one task gains nothing from a pool: it runs here, without the round trip
     if len(tasks) == 1 or (n_workers == 1 and not on_dask):
         return [func(*args) for args in tasks]
@@ -366,7 +420,7 @@ def parallel_map(
     batches = [stripped[i : i + size] for i in range(0, len(stripped), size)]
 
     if on_dask:
-        out = _dask_map(backend, func, batches, shared, n_workers)
+        out = _dask_map(backend, func, batches, shared, slots or [None] * n_workers)
     else:
         parallel = Parallel(n_jobs=n_jobs, verbose=verbose, prefer=prefer, require=require)
         out = parallel(delayed(_run_batch)(func, batch, True, *shared) for batch in batches)
