@@ -915,9 +915,13 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         best, best_score = None, None
         for seed in seeds:
             run = self._new_run(env, seed)
-            self._train_run(env, run, E)
-            # restarts compete on the strict list's (class-weighted) training accuracy
-            score = self._score_run(env, run, minimal=False) if len(seeds) > 1 else 0.0
+            self._train_run(env, run)
+            # restarts compete on the strict list's (class-weighted) training accuracy,
+            # already scored for the kept checkpoint
+            score = 0.0
+            if len(seeds) > 1:
+                snap = run["snapshot"]
+                score = self._score_run(env, run) if snap is None else snap[0]
             if best is None or score > best_score:
                 best, best_score = run, score
         self._set_run(best)
@@ -960,8 +964,6 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
             "gen": gen,
             "params": (a, b, W, p, H),
             "optimizer": torch.optim.Adam([a, b, W, p, H], lr=self.lr),
-            "epoch": 0,
-            "step": 0,
             "tp": env["t_pred"][0],
             "ts": env["t_sel"][0],
             "n_skipped": 0,
@@ -970,8 +972,8 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
             "snapshot": None,  # (score, parameters as numpy, (T_p, T_s), epoch)
         }
 
-    def _train_run(self, env, run, stop):
-        """Train ``run`` from its current epoch up to (not including) epoch ``stop``."""
+    def _train_run(self, env, run):
+        """Train ``run`` for ``max_epochs`` epochs; with checkpoints, end at the kept one."""
         torch, kw = env["torch"], env["kw"]
         x_all, y_all, weight, mask = env["x_all"], env["y_all"], env["weight"], env["mask"]
         bounds, gen = env["bounds"], run["gen"]
@@ -983,11 +985,11 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         e_half = E // 2
         total_anneal = (E - e_half) * n_batches
         t_pred, t_sel = env["t_pred"], env["t_sel"]
-        tp, ts, step = run["tp"], run["ts"], run["step"]
+        tp, ts, step = run["tp"], run["ts"], 0
         epoch_loss, epoch_steps = run["epoch_loss"], run["epoch_steps"]
         report_every = max(1, E // 10)
         lam, s_min = float(self.support_weight), float(self.min_support)
-        for epoch in range(run["epoch"], stop):
+        for epoch in range(E):
             if epoch == e_half and self.head_init == "class":
                 # the head is released: start it at the rules' soft covers
                 with torch.no_grad():
@@ -1040,13 +1042,12 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
                 )
             done = epoch + 1
             if env["check_every"] and done % env["check_every"] == 0 and done < E:
-                run["tp"], run["ts"], run["step"] = tp, ts, step
+                run["tp"], run["ts"] = tp, ts
                 self._snapshot(env, run, done)
-        run["epoch"] = max(run["epoch"], stop)
-        run["tp"], run["ts"], run["step"] = tp, ts, step
-        if run["epoch"] == E and env["check_every"]:
+        run["tp"], run["ts"] = tp, ts
+        if env["check_every"]:
             self._snapshot(env, run, E)
-            score, params, temps, _ = run["snapshot"]
+            _, params, temps, _ = run["snapshot"]
             with torch.no_grad():
                 for t, v in zip(run["params"], params):
                     t.copy_(torch.as_tensor(v, dtype=t.dtype, device=t.device))
@@ -1055,7 +1056,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     def _snapshot(self, env, run, epoch):
         """Keep the run's current parameters if its strict list is at least as accurate
         on the training rows as every earlier checkpoint (ties keep the later one)."""
-        score = self._score_run(env, run, minimal=False)
+        score = self._score_run(env, run)
         if run["snapshot"] is None or score >= run["snapshot"][0]:
             params = tuple(v.detach().cpu().numpy().copy() for v in run["params"])
             run["snapshot"] = (score, params, (run["tp"], run["ts"]), epoch)
@@ -1070,10 +1071,12 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         curve[steps == 0] = np.nan
         self.loss_curve_ = curve
         self._final_temperatures = (run["tp"], run["ts"])
-        self.checkpoint_epoch_ = run["epoch"] if run["snapshot"] is None else run["snapshot"][3]
+        snap = run["snapshot"]
+        self.checkpoint_epoch_ = self.max_epochs if snap is None else snap[3]
 
-    def _score_run(self, env, run, minimal=None):
-        """(Class-weighted) training accuracy of the strict list a run gives now.
+    def _score_run(self, env, run):
+        """(Class-weighted) training accuracy of the strict list a run gives now (the
+        list as extracted, before the minimal-list pruning).
 
         A run with non-finite parameters scores ``-inf`` (it loses to any finite one).
         """
@@ -1081,7 +1084,7 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
         if not all(np.all(np.isfinite(v)) for v in (self._a, self._b, self._W, self._p, self._H)):
             return -np.inf
         X, y_enc, cw = env["X"], env["y_enc"], env["cw"]
-        self._extract(X, y_enc, cw, minimal=minimal)
+        self._extract(X, y_enc, cw, minimal=False)
         hits = self._label_index[self._firing_rule(X)] == y_enc
         return float(np.sum(cw[y_enc] * hits))
 
