@@ -5,9 +5,10 @@ NZ = 2) with N = 6 and N = 10 nodes, X standardised for every method, CPDAG undi
 edges counted in both directions; and the reference code's demo file (6 nodes, complete
 DAG, reference F1 0.897).
 
-The CI smoke run (``asv run --quick``) must stay under a minute, so by default the data
-are small (one seed, n = 200) and the discoverer runs with ``max_components=3,
-n_init=1``; the golden demo fit (about 5 s) is skipped. Set
+By default the data are small (one seed, n = 200) and the discoverer runs with
+``max_components=3, n_init=1``; the golden demo fit (about 5 s) is skipped. The CI smoke
+run (``SKLEARN_CISPA_BENCH_SMOKE=1``) uses n = 100 (200 for ``SharedChild``, one seed)
+and 20 EM iterations with at most 2 components. Set
 ``SKLEARN_CISPA_BENCH_FULL=1`` for the full protocol: 10 seeds, n = 500, the defaults
 (``max_components=5, n_init=3``) and the golden demo file. ``ScalingNodes`` and
 ``ScalingSamples`` time the discoverer against N (5 to 30, n = 1000) and n (500 to 20,000,
@@ -27,7 +28,7 @@ import numpy as np
 from ._common import SEED, SMOKE, require
 
 FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
-N_SAMPLES = 500 if FULL else 200
+N_SAMPLES = 500 if FULL else 100 if SMOKE else 200
 N_SEEDS = 10 if FULL else 1
 CMM_PARAMS = {} if FULL else {"max_components": 3, "n_init": 1}
 if SMOKE:  # the CI smoke run: shorter EM runs, enough to show that the benchmarks work
@@ -442,9 +443,9 @@ class SharedChild:
         out = {}
         for share in (False, True):
             aris = []
-            for seed in range(3):
+            for seed in range(1 if SMOKE else 3):
                 rng = np.random.default_rng(seed)
-                n = 500
+                n = 200 if SMOKE else 500
                 z = (rng.random(n) < 0.3).astype(int)
                 x0 = rng.normal(size=n) + 6.0 * z
                 x1 = np.where(z == 1, -0.6 * x0 + 3.0, 0.6 * x0) + 0.5 * rng.normal(size=n)

@@ -8,8 +8,11 @@ target metric (AMI of each targeted node's labels with the indicator of its cond
 and the number of nodes called mixed. ``RatioToGES`` times one discoverer fit against
 one GES fit on the same rows, measured in one run.
 
-The CI smoke run uses one subsample of 50 rows per condition and quick local fits
-(``max_components=3, n_init=1``); ``SKLEARN_CISPA_BENCH_FULL=1`` runs 3 subsamples of
+By default one subsample of 50 rows per condition is used with quick local fits
+(``max_components=3, n_init=1``); the CI smoke run (``SKLEARN_CISPA_BENCH_SMOKE=1``) uses
+20 rows per condition (120 rows of condition 0 and 5 proteins for
+``SachsSingleCondition``), at most 2
+components and 20 EM iterations; ``SKLEARN_CISPA_BENCH_FULL=1`` runs 3 subsamples of
 100 rows per condition with the defaults. Everything that needs causal-learn is in a
 ``*Peers`` class that skips without it.
 
@@ -37,7 +40,8 @@ from ._common import SEED, SMOKE, require
 
 FULL = os.environ.get("SKLEARN_CISPA_BENCH_FULL", "") == "1"
 SEEDS = (0, 1, 2) if FULL else (0,)
-ROWS = 100 if FULL else 50
+ROWS = 100 if FULL else 20 if SMOKE else 50
+FIT_ROWS = 20 if SMOKE else 50  # per condition, for the fit-time benchmarks
 CMM_PARAMS = {} if FULL else {"max_components": 3, "n_init": 1}
 if SMOKE:  # the CI smoke run: shorter EM runs, enough to show that the benchmarks work
     CMM_PARAMS = {"max_components": 2, "n_init": 1, "max_iter": 20}
@@ -148,7 +152,7 @@ def _rows():
     sachs = load_sachs()
     rng = np.random.default_rng(SEED)
     rows = np.concatenate(
-        [rng.choice(np.flatnonzero(sachs.target == c), 50, replace=False) for c in range(7)]
+        [rng.choice(np.flatnonzero(sachs.target == c), FIT_ROWS, replace=False) for c in range(7)]
     )
     return np.log(sachs.data[rows])
 
@@ -160,7 +164,8 @@ def _fit_cmm(X):
 
 
 class SachsFitTime:
-    """One discoverer fit on 50 rows per condition (log intensities)."""
+    """One discoverer fit on 50 rows per condition (log intensities; 20 in the smoke
+    run)."""
 
     timeout = 600
 
@@ -292,6 +297,8 @@ class SachsPaperEvidence:
 
 # one experimental condition alone: no mixing of conditions is possible there
 SINGLE_ROWS = 853 if FULL else (120 if SMOKE else 300)
+# the smoke run: the first 5 proteins only (the flexible-noise fits of 11 nodes take 3 s)
+SINGLE_NODES = 5 if SMOKE else None
 SINGLE_VARIANTS = {"defaults": {}, "flexible_noise": {"flexible_noise": True}}
 
 
@@ -301,9 +308,10 @@ def _single_condition_cache():
 
     sachs = load_sachs()
     rows = np.flatnonzero(sachs.target == 0)[:SINGLE_ROWS]
+    data = sachs.data[rows, :SINGLE_NODES]
     out = {}
     for scale in ("raw", "log"):
-        X = sachs.data[rows] if scale == "raw" else np.log(sachs.data[rows])
+        X = data if scale == "raw" else np.log(data)
         for name, params in SINGLE_VARIANTS.items():
             start = time.perf_counter()
             est = CausalMixtureDiscoverer(random_state=SEED, **{**CMM_PARAMS, **params}).fit(X)

@@ -12,8 +12,9 @@
   run through ``privacy_meter.hypothesis_test`` on the same statistics) when installed.
 
 Under ``SKLEARN_CISPA_BENCH_SMOKE=1`` (the CI smoke run) the MLPs train for a few
-iterations and the quality row uses 8 smaller references: the run checks that the
-benchmarks work, not the figures.
+iterations, ``n_jobs=2`` runs on threads (``_common`` makes threading joblib's default
+backend there: no loky workers to start) and the quality row uses 8 smaller references:
+the run checks that the benchmarks work, not the figures.
 """
 
 import numpy as np

@@ -5,7 +5,8 @@ model fitting. The exponential measures (brute-force MMI, generalized Hartley) r
 at small K; exact MMI must stay tractable at K = 1000. The ``track_*`` benchmarks fit the
 default credal ensemble on digits once (``setup_cache``) and record the accuracy-
 rejection AUC of each measure; probly's generalized Hartley is tracked beside ours when
-probly is installed.
+probly is installed. The CI smoke run (``SKLEARN_CISPA_BENCH_SMOKE=1``) fits 3 members
+instead of 10 there.
 """
 
 import numpy as np
@@ -16,7 +17,7 @@ from sklearn_cispa.uncertainty import (
     maximum_mean_imprecision,
 )
 
-from ._common import SEED, require
+from ._common import SEED, SMOKE, require
 
 N_ROWS = 1000
 N_MEMBERS = 10
@@ -138,7 +139,7 @@ class DigitsSelectivePrediction:
     def setup_cache(self):
         from sklearn_cispa.report import digits_selective_prediction
 
-        curves = digits_selective_prediction(SEED)
+        curves = digits_selective_prediction(SEED, **({"n_members": 3} if SMOKE else {}))
         return {k: auc for k, (_, _, auc) in curves.items()}
 
     def track_ar_auc(self, aucs, measure):

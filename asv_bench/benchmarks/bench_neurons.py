@@ -12,10 +12,12 @@ count.
 
 import numpy as np
 
-from ._common import SEED, limit_torch_threads
+from ._common import SEED, SMOKE, limit_torch_threads
 
 SETTING = dict(n_chars=10000, n_canaries=5, n_copies=20, heldout_chars=4000, max_epochs=5,
                alpha=1e-4, hidden=128)
+if SMOKE:  # the CI smoke run: 2 canaries in a smaller model, both still memorised
+    SETTING = dict(SETTING, n_chars=4000, n_canaries=2, heldout_chars=1000, hidden=64)
 
 
 def _trained():

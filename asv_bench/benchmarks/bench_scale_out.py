@@ -29,9 +29,10 @@ batches that the scheduler placed beside the other batch of their wave, which
 ``parallel_map`` now places on their workers itself. The results are checked to equal
 the serial ones in ``tests/test_scale_out.py``. Under ``SKLEARN_CISPA_BENCH_SMOKE=1``
 (the CI smoke run) the sizes are much smaller (n = 100 and 8 nodes; 8 fits on digits;
-4 members on 600 rows), each side runs once, and the Dask workers are threads of this
-process (no worker interpreters to start): the run checks that the benchmark works,
-not the ratio.
+2 members on 300 rows), each side runs once, and the workers of both columns are threads
+of this process (no worker interpreters to start: the Dask cluster runs its workers in
+the process, and ``_common`` makes threading joblib's default backend in the smoke run):
+the run checks that the benchmark works, not the ratio.
 """
 
 import sys
@@ -44,7 +45,7 @@ from ._common import SEED, SMOKE, require
 WORKLOADS = ["causal_mixture", "reference_fits", "mmi_members"]
 # (causal-mixture rows, digits tiling for the reference fits and their number, digits
 # rows for the MMI members and their number); the smoke run only shows the code works
-SIZES = (100, 1, 8, 600, 4) if SMOKE else (2000, 4, 32, 3594, 8)
+SIZES = (100, 1, 8, 300, 2) if SMOKE else (2000, 4, 32, 3594, 8)
 CM_NODES = 8 if SMOKE else 20  # nodes of the causal-mixture search (the smoke run: 8)
 
 

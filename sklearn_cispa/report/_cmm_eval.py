@@ -151,25 +151,36 @@ def evidence_auc(evidence, targets, *, max_exact=5000, n_permutations=2000, rand
     over node labels, ``P(AUC >= observed)`` when the targets are a random node set of
     the same size: exact (every such set) up to ``max_exact`` sets, otherwise
     ``n_permutations`` random sets. 0.5 is chance.
+
+    The AUC of a node set is the Mann-Whitney statistic of its mid-ranks (ties count
+    one half, as in :func:`sklearn.metrics.roc_auc_score`), so every set of the null is
+    scored in one array operation.
     """
     import itertools
     from math import comb
 
-    from sklearn.metrics import roc_auc_score
+    from scipy.stats import rankdata
 
     evidence = np.asarray(evidence, dtype=np.float64)
     n = len(evidence)
     targets = sorted({int(t) for t in targets})
-    truth = np.isin(np.arange(n), targets)
-    auc = float(roc_auc_score(truth, evidence))
     m = len(targets)
+    if not 0 < m < n:
+        raise ValueError(
+            f"evidence_auc needs targets and non-targets among the {n} nodes; got {m} targets."
+        )
+    ranks = rankdata(evidence)
+
+    def aucs(sets):
+        return (ranks[sets].sum(axis=1) - m * (m + 1) / 2) / (m * (n - m))
+
+    auc = float(aucs(np.array([targets]))[0])
     if comb(n, m) <= max_exact:
-        sets = itertools.combinations(range(n), m)
+        sets = np.array(list(itertools.combinations(range(n), m)))
     else:
         rng = np.random.default_rng(random_state)
-        sets = (rng.choice(n, m, replace=False) for _ in range(n_permutations))
-    null = np.array([roc_auc_score(np.isin(np.arange(n), list(t)), evidence) for t in sets])
-    return auc, float(np.mean(null >= auc - 1e-12))
+        sets = np.array([rng.choice(n, m, replace=False) for _ in range(n_permutations)])
+    return auc, float(np.mean(aucs(sets) >= auc - 1e-12))
 
 
 def sachs_experiment(

@@ -3,6 +3,8 @@ the reference runner's F1 convention."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sklearn_cispa.causal import CausalMixtureDiscoverer
 from sklearn_cispa.datasets import load_cmm_demo, make_causal_mixture
@@ -72,6 +74,36 @@ def test_evidence_auc_closed_form():
     # sampled null when the exact enumeration is too large
     auc, p = evidence_auc(np.arange(40.0), list(range(30, 40)), max_exact=10)
     assert auc == 1.0 and p < 0.01
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 4), min_size=3, max_size=9),  # small integers: ties
+    data=st.data(),
+)
+def test_evidence_auc_matches_roc_auc_score_and_the_enumerated_null(values, data):
+    # oracle: scikit-learn's roc_auc_score, set by set (how the null was scored before)
+    import itertools
+
+    from sklearn.metrics import roc_auc_score
+
+    ev = np.array(values, dtype=float) * 1e-6 + 3e5  # the ranks, not the units, matter
+    n = len(ev)
+    m = data.draw(st.integers(1, n - 1))
+    targets = data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m, unique=True))
+    auc, p = evidence_auc(ev, targets)
+
+    def roc(t):
+        return roc_auc_score(np.isin(np.arange(n), list(t)), ev)
+
+    assert auc == pytest.approx(roc(targets), abs=1e-12)
+    null = np.array([roc(t) for t in itertools.combinations(range(n), m)])
+    assert p == pytest.approx(np.mean(null >= roc(targets) - 1e-12), abs=1e-12)
+
+
+def test_evidence_auc_rejects_a_single_class():
+    with pytest.raises(ValueError, match="targets and non-targets"):
+        evidence_auc(np.arange(4.0), [0, 1, 2, 3])
 
 
 def test_reference_f1_keeps_only_forward_directed_edges():
