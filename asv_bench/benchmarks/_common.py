@@ -45,8 +45,11 @@ _PREIMPORT = (
     "sklearn.model_selection",
     "sklearn.tree",
 )
+# Not imodels (91 MB with numba and llvmlite, 0.9 s) nor imwatermark (27 MB with OpenCV):
+# each is used in one or a few forks, and every fork of a larger server costs more (a
+# fork that does nothing: 26-32 ms at 518 MB, 37 ms at 612 MB, 2 cores).
 _PREIMPORT_PEERS = (
-    "causallearn", "imodels", "wittgenstein", "mapie", "linearmodels", "imwatermark", "skopt",
+    "causallearn", "wittgenstein", "mapie", "linearmodels", "skopt",
     # imported lazily by the first torch optimizer step or torch.func call (with sympy,
     # torch.distributed and torch.onnx: about 1.2 s of CPU), which every fork that trains
     # a torch model would otherwise pay again; networkx by the causal-mixture and

@@ -16,7 +16,6 @@ below 1 - alpha, and the mean set size, for ``delta=None`` (marginal) and ``delt
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ._common import SEED, SMOKE, require
 
@@ -52,25 +51,30 @@ def _data():
     return {"X": X, "y": y, "tr": tr, "cal": cal, "te": te, "model": model, "adv": adv}
 
 
-class _Counting(ClassifierMixin, BaseEstimator):
-    """Counts the rows sent to a fitted model (used with prefit=True)."""
+def _counting(model):
+    """A prefit classifier that counts the rows sent to ``model`` (defined here rather than
+    at module level, so that benchmark discovery imports no scikit-learn)."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
 
-    def __init__(self, model=None):
-        self.model = model
-        self.rows = 0
-        self.classes_ = model.classes_
-        self.n_features_in_ = model.n_features_in_
+    class _Counting(ClassifierMixin, BaseEstimator):
+        def __init__(self, model=None):
+            self.model = model
+            self.rows = 0
+            self.classes_ = model.classes_
+            self.n_features_in_ = model.n_features_in_
 
-    def fit(self, X, y):  # pragma: no cover - prefit only
-        return self
+        def fit(self, X, y):  # pragma: no cover - prefit only
+            return self
 
-    def predict_proba(self, X):
-        self.rows += len(X)
-        return self.model.predict_proba(X)
+        def predict_proba(self, X):
+            self.rows += len(X)
+            return self.model.predict_proba(X)
 
-    def predict(self, X):
-        self.rows += len(X)
-        return self.model.predict(X)
+        def predict(self, X):
+            self.rows += len(X)
+            return self.model.predict(X)
+
+    return _Counting(model)
 
 
 def _predictor(method, model, radius):
@@ -122,7 +126,7 @@ class RobustConformalDigits:
         _run(method, d["model"], d, d["adv"][RADIUS])
 
     def track_forward_passes_per_point(self, d, method):
-        counting = _Counting(d["model"])
+        counting = _counting(d["model"])
         if method == "vanilla_mapie":
             # mapie with prefit calls predict_proba on calibration and test rows once each
             return 1.0

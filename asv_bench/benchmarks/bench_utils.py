@@ -2,8 +2,6 @@
 
 import numpy as np
 
-from sklearn_cispa.utils import parallel_map, spawn_seeds
-
 
 def _task(n, seed):
     rng = np.random.default_rng(seed)
@@ -15,7 +13,10 @@ class ParallelMap:
     param_names = ["n_jobs"]
 
     def setup(self, n_jobs):
+        from sklearn_cispa.utils import parallel_map, spawn_seeds
+
+        self.parallel_map = parallel_map
         self.tasks = [(1000, s) for s in spawn_seeds(0, 32)]
 
     def time_parallel_map(self, n_jobs):
-        parallel_map(_task, self.tasks, n_jobs=n_jobs, prefer="threads")
+        self.parallel_map(_task, self.tasks, n_jobs=n_jobs, prefer="threads")
