@@ -240,6 +240,30 @@ def test_pipelined_search_equals_the_sequential_order(n, n_nodes, seed, share, p
     assert sum(len(p) for p in expected[0].values()) > n_nodes // 2  # a non-trivial graph
 
 
+def test_small_search_steps_go_out_when_their_scores_are_slow():
+    X = _chain_data(100, 8, 0)
+    cache = _causal_mixture._ScoreCache(
+        X, max_components=2, n_init=1, max_iter=20, seed=0, n_jobs=2
+    )
+    assert cache.n_workers == 2
+    assert not cache._in_parallel(3)  # nothing measured yet: small steps stay here
+    assert cache._in_parallel(_causal_mixture.PARALLEL_MIN_SCORES)
+    cache._seconds, cache._scored = 0.2, 10  # 20 ms a score: 3 scores are worth it
+    assert cache._in_parallel(3) and not cache._in_parallel(1)
+    cache._seconds = 0.01  # 1 ms a score: the round trip costs more
+    assert not cache._in_parallel(3)
+
+
+def test_parallel_small_steps_and_evidence_leave_the_fit_unchanged():
+    # with the defaults every score is slow enough that the backward and pruning steps
+    # and the mixing-evidence fits run on the workers too; the fit is the serial one
+    X = _chain_data(300, 7, 3)  # node 5 mixed
+    serial = CausalMixtureDiscoverer(random_state=0).fit(X)
+    loky = CausalMixtureDiscoverer(random_state=0, n_jobs=2).fit(X)
+    for attr in ("adjacency_", "scores_", "labels_", "mixing_evidence_", "n_components_"):
+        assert_array_equal(getattr(loky, attr), getattr(serial, attr))
+
+
 def _sleep_where(seconds):
     import time
 

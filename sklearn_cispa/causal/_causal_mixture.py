@@ -10,6 +10,7 @@ into sets sharing one latent categorical variable.
 import itertools
 import numbers
 import threading
+import time
 
 import numpy as np
 from scipy.special import gammaln
@@ -139,8 +140,13 @@ def _local_scores_task(
 
 SCORE_CHUNK = 16  # local scores per batched task in the calling process (any size: same results)
 # a search step with fewer local scores runs in the calling process: the round trip to
-# the workers would cost about what they save (a score costs several milliseconds)
+# the workers would cost about what they save (a score costs several milliseconds) ...
 PARALLEL_MIN_SCORES = 8
+# ... unless its scores are expected to take this long in all (from the seconds per score
+# measured so far in the same fit): 4x the round trip of a 2-worker loky call (12 ms).
+# With the defaults (5 components, 3 EM starts) a score costs 10-100 ms, so the backward
+# and pruning steps of a few scores each are worth sending out too.
+PARALLEL_MIN_SECONDS = 0.05
 # tasks per worker of a parallel search step: few large tasks (the batched EM is at least
 # as fast on them); one per worker for a step of under 2 * SCORE_CHUNK scores per worker,
 # else two, so that a worker that finishes first takes another
@@ -181,6 +187,44 @@ class _ScoreCache:
         # workers of the enclosing loop (asked once: under Dask it is a scheduler call)
         self.n_workers = outer_n_jobs(n_jobs)
         self.cache = {}
+        # seconds spent per score so far (worker-seconds for a parallel step): where a step
+        # runs, never what it computes
+        self._seconds = 0.0
+        self._scored = 0
+
+    def _in_parallel(self, n_items):
+        """Whether ``n_items`` scores are worth sending to the workers."""
+        if self.n_workers == 1 or n_items < 2:
+            return False
+        if n_items >= PARALLEL_MIN_SCORES:
+            return True
+        return self._scored > 0 and n_items * self._seconds / self._scored >= (
+            PARALLEL_MIN_SECONDS
+        )
+
+    def _map(self, task, items, make_task):
+        """``task`` over ``items`` (a list of per-item arguments), in chunks: dealt over
+        the workers when :meth:`_in_parallel`, else in order in this process. Returns one
+        result per item, in order; a chunk's results are the ones each item gets alone."""
+        start = time.perf_counter()
+        if self._in_parallel(len(items)):
+            per_worker = len(items) // (self.n_workers * SCORE_CHUNK)
+            n_chunks = self.n_workers * (TASKS_PER_WORKER if per_worker >= 2 else 1)
+            chunks = _deal(items, n_chunks)
+            out = parallel_map(
+                task, [make_task(c) for c in chunks if c], n_jobs=self.n_jobs, batch_size=1
+            )
+            results = [None] * len(items)
+            for c, chunk in enumerate(out):
+                results[c::n_chunks] = chunk
+            workers = self.n_workers
+        else:
+            chunks = [items[i : i + SCORE_CHUNK] for i in range(0, len(items), SCORE_CHUNK)]
+            results = [res for chunk in chunks for res in task(*make_task(chunk))]
+            workers = 1
+        self._seconds += (time.perf_counter() - start) * workers
+        self._scored += len(items)
+        return results
 
     def ensure(self, keys):
         missing = []
@@ -206,19 +250,9 @@ class _ScoreCache:
             for node, parents in missing
         ]
         # Small steps (the backward and pruning steps score a handful of parent sets) run
-        # here; a large one is dealt into TASKS_PER_WORKER tasks per worker of equal cost
-        if self.n_workers == 1 or len(items) < PARALLEL_MIN_SCORES:
-            chunks = [items[i : i + SCORE_CHUNK] for i in range(0, len(items), SCORE_CHUNK)]
-            out = [_local_scores_task(*self._task(chunk)) for chunk in chunks]
-            results = [res for chunk in out for res in chunk]
-        else:
-            per_worker = len(items) // (self.n_workers * SCORE_CHUNK)
-            n_chunks = self.n_workers * (TASKS_PER_WORKER if per_worker >= 2 else 1)
-            tasks = [self._task(chunk) for chunk in _deal(items, n_chunks)]
-            out = parallel_map(_local_scores_task, tasks, n_jobs=self.n_jobs, batch_size=1)
-            results = [None] * len(items)
-            for c, chunk in enumerate(out):
-                results[c::n_chunks] = chunk
+        # here unless their scores are slow; a large one is dealt into TASKS_PER_WORKER
+        # tasks per worker of equal cost
+        results = self._map(_local_scores_task, items, self._task)
         for key, res in zip(missing, results):
             self.cache[key] = res
 
@@ -466,6 +500,19 @@ def _dag_extension_order(adjacency):
 # --------------------------------------------------------------------------------------
 
 
+def _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails):
+    """:func:`fit_mixture_bic_many` with the search's EM settings (module level: a
+    picklable task); each result is the one the problem gets alone."""
+    return fit_mixture_bic_many(
+        problems,
+        n_init=n_init,
+        max_iter=max_iter,
+        patience=K_PATIENCE,
+        min_separation=min_separation,
+        heavy_tails=heavy_tails,
+    )
+
+
 def _mixing_evidence(cache, parents, fits):
     """Per-node BIC gain of the best mixture over one mechanism, per row.
 
@@ -494,17 +541,16 @@ def _mixing_evidence(cache, parents, fits):
             mixed.append((Xp, y, ks, entropy))
             idx.append(node)
     min_separation = cache.min_separation
-    opts = dict(
-        n_init=cache.n_init,
-        max_iter=cache.max_iter,
-        patience=K_PATIENCE,
-        min_separation=min_separation,
-        heavy_tails=cache.heavy_tails,
+    # every fit is independent of the others: dealt over the workers like a search step
+    out = cache._map(
+        _bic_fits_task,
+        single + mixed,
+        lambda chunk: (chunk, cache.n_init, cache.max_iter, min_separation, cache.heavy_tails),
     )
-    bic_1 = np.array([f["bic"] for f, _ in fit_mixture_bic_many(single, **opts)])
+    bic_1 = np.array([f["bic"] for f, _ in out[:n_nodes]])
     bic_mix = bic_1.copy()
     unseparated = np.zeros(n_nodes, dtype=bool)
-    for node, (fit, _) in zip(idx, fit_mixture_bic_many(mixed, **opts) if mixed else []):
+    for node, (fit, _) in zip(idx, out[n_nodes:]):
         bic_mix[node] = fit["bic"]
         unseparated[node] = fit.get("sep", np.inf) < min_separation
     for node, (bic, k, _) in enumerate(fits):
@@ -647,7 +693,9 @@ class CausalMixtureDiscoverer(BaseEstimator):
         tasks of batched scores per job (through
         :func:`sklearn_cispa.utils.parallel_map`; a Dask backend scales them out). The
         backward and pruning steps of the topological search are scored together with
-        the next round's scores, so they run in parallel too.
+        the next round's scores, so they run in parallel too; a step of only a few scores
+        goes to the workers when the scores measured so far say it takes more than about
+        50 ms, and the fits behind ``mixing_evidence_`` are spread the same way.
     random_state : int, RandomState instance or None, default=None
         Seeds every local fit from ``(random_state, node, sorted parent set)``: results do
         not depend on the evaluation order or on ``n_jobs``.
