@@ -11,8 +11,8 @@ one GES fit on the same rows, measured in one run.
 By default one subsample of 50 rows per condition is used with quick local fits
 (``max_components=3, n_init=1``); the CI smoke run (``SKLEARN_CISPA_BENCH_SMOKE=1``) uses
 20 rows per condition (120 rows of condition 0 and 5 proteins for
-``SachsSingleCondition``), at most 2
-components and 20 EM iterations; ``SKLEARN_CISPA_BENCH_FULL=1`` runs 3 subsamples of
+``SachsSingleCondition``), at most 2 components and 20 EM iterations;
+``SKLEARN_CISPA_BENCH_FULL=1`` runs 3 subsamples of
 100 rows per condition with the defaults. Everything that needs causal-learn is in a
 ``*Peers`` class that skips without it.
 

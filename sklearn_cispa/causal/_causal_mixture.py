@@ -57,6 +57,19 @@ def _shared_split_fit(Z, y, labels):
     return -2.0 * ll + K * (d + 1) * np.log(n)
 
 
+def _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails):
+    """:func:`fit_mixture_bic_many` with the search's EM settings (module level: a
+    picklable task); each result is the one the problem gets alone."""
+    return fit_mixture_bic_many(
+        problems,
+        n_init=n_init,
+        max_iter=max_iter,
+        patience=K_PATIENCE,
+        min_separation=min_separation,
+        heavy_tails=heavy_tails,
+    )
+
+
 def _local_score_task(
     X,
     node,
@@ -115,14 +128,7 @@ def _local_scores_task(
         k_range = k_range_bic(len(y), len(parents), max_components)
         problems.append((Xp, y, k_range, entropy))
         designs.append((with_intercept(Xp), y))
-    fits = fit_mixture_bic_many(
-        problems,
-        n_init=n_init,
-        max_iter=max_iter,
-        patience=K_PATIENCE,
-        min_separation=min_separation,
-        heavy_tails=heavy_tails,
-    )
+    fits = _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails)
     out = []
     for (Z, y), (fit, _), (_, _, parent_labels) in zip(designs, fits, items):
         bic, k = float(fit["bic"]), int(fit["k"])
@@ -498,19 +504,6 @@ def _dag_extension_order(adjacency):
 # --------------------------------------------------------------------------------------
 # mixing evidence
 # --------------------------------------------------------------------------------------
-
-
-def _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails):
-    """:func:`fit_mixture_bic_many` with the search's EM settings (module level: a
-    picklable task); each result is the one the problem gets alone."""
-    return fit_mixture_bic_many(
-        problems,
-        n_init=n_init,
-        max_iter=max_iter,
-        patience=K_PATIENCE,
-        min_separation=min_separation,
-        heavy_tails=heavy_tails,
-    )
 
 
 def _mixing_evidence(cache, parents, fits):
