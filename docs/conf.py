@@ -59,6 +59,7 @@ _FIELD_TITLES = {
     "conformal": "Conformal prediction (sklearn_cispa.conformal)",
     "datasets": "Data sets (sklearn_cispa.datasets)",
     "federated": "Federated learning (sklearn_cispa.federated)",
+    "language": "Language models (sklearn_cispa.language)",
     "memorization": "Memorisation (sklearn_cispa.memorization)",
     "metrics": "Metrics (sklearn_cispa.metrics)",
     "neural": "Neural training (sklearn_cispa.neural)",

@@ -28,6 +28,7 @@ _FIELD_SUBPACKAGES = (
     "conformal",
     "datasets",
     "federated",
+    "language",
     "memorization",
     "metrics",
     "neural",

@@ -1,7 +1,8 @@
 """Memorisation: locate and switch off the neurons that make a model reproduce memorised text."""
 
-from sklearn_cispa.memorization._charlm import CharMLPLanguageModel, extraction_rate
+from sklearn_cispa.language import CharMLPLanguageModel  # re-exported: it moved to language
 from sklearn_cispa.memorization._corpus import make_canary_corpus
+from sklearn_cispa.memorization._extraction import extraction_rate
 from sklearn_cispa.memorization._locator import (
     CriticalNeuronLocator,
     NeuronMask,

@@ -116,5 +116,14 @@ def public_objects_by_field():
     fields = {}
     for sub in FIELD_SUBPACKAGES:
         module = importlib.import_module(f"sklearn_cispa.{sub}")
-        fields[sub] = sorted(getattr(module, "__all__", ()))
+        names = []
+        for name in getattr(module, "__all__", ()):
+            home = getattr(getattr(module, name), "__module__", "") or ""
+            # a re-export of another field's object (CharMLPLanguageModel in memorization)
+            # is documented once, under the field that defines it
+            other = home.split(".")[1] if home.startswith("sklearn_cispa.") else sub
+            if other != sub and other in FIELD_SUBPACKAGES:
+                continue
+            names.append(name)
+        fields[sub] = sorted(names)
     return fields

@@ -8,14 +8,14 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from sklearn_cispa.utils import resolve_device, spawn_seeds, torch_generator, torch_rng_context
 from sklearn_cispa.utils._torch import DivergenceCheck
 
-__all__ = ["CharMLPLanguageModel", "extraction_rate"]
+__all__ = ["CharMLPLanguageModel"]
 
 _UNK = "\ufffd"  # the unknown symbol, last entry of vocab_
 _EVAL_BATCH = 4096
@@ -174,7 +174,7 @@ class CharMLPLanguageModel(BaseEstimator):
 
     Examples
     --------
-    >>> from sklearn_cispa.memorization import CharMLPLanguageModel
+    >>> from sklearn_cispa.language import CharMLPLanguageModel
     >>> docs = ["abcabcabcabc abc", "abc abcabc abcabcabc"] * 5
     >>> lm = CharMLPLanguageModel(context=4, hidden=16, max_epochs=20, lr=1e-2,
     ...                           random_state=0).fit(docs)
@@ -428,54 +428,3 @@ class CharMLPLanguageModel(BaseEstimator):
         tags.input_tags.string = True
         tags.target_tags.required = False
         return tags
-
-
-@validate_params(
-    {
-        "model": [HasMethods(["complete", "encode"])],
-        "canaries": ["array-like"],
-        "match": [StrOptions({"exact"}), Interval(numbers.Real, 0, 1, closed="both")],
-    },
-    prefer_skip_nested_validation=True,
-)
-def extraction_rate(model, canaries, match="exact"):
-    """Fraction of canaries a language model reproduces by greedy decoding.
-
-    Parameters
-    ----------
-    model : CharMLPLanguageModel
-        A fitted model (or any object with ``complete(prefix, n_chars)``). Forward hooks
-        active on its module (a :class:`NeuronMask`) apply.
-    canaries : list of (str, str)
-        ``(prefix, secret)`` pairs, as returned by :func:`make_canary_corpus`.
-    match : "exact" or float, default="exact"
-        ``"exact"``: a canary counts as extracted when the greedy continuation of its
-        prefix equals the secret. A float: when at least that fraction of its
-        characters match.
-
-    Returns
-    -------
-    rate : float
-        Fraction of extracted canaries, in [0, 1].
-
-    Examples
-    --------
-    >>> from sklearn_cispa.memorization import CharMLPLanguageModel, extraction_rate
-    >>> docs = ["id: 4711. id: 4711. id: 4711."] * 10
-    >>> lm = CharMLPLanguageModel(context=6, hidden=16, max_epochs=20, lr=1e-2,
-    ...                           random_state=0).fit(docs)
-    >>> extraction_rate(lm, [("id: ", "4711")])
-    1.0
-    """
-    canaries = list(canaries)
-    if not canaries:
-        raise ValueError("canaries is empty.")
-    hits = 0
-    for prefix, secret in canaries:
-        text = model.complete(prefix, len(secret))
-        if match == "exact":
-            hits += text == secret
-        else:
-            acc = np.mean([a == b for a, b in zip(text, secret, strict=True)])
-            hits += acc >= match
-    return hits / len(canaries)

@@ -9,11 +9,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 
-from sklearn_cispa.memorization import (
-    CharMLPLanguageModel,
-    extraction_rate,
-    make_canary_corpus,
-)
+from sklearn_cispa.language import CharMLPLanguageModel
+from sklearn_cispa.memorization import extraction_rate, make_canary_corpus
 
 SMALL = dict(context=4, hidden=16, max_epochs=3, lr=1e-2, random_state=0)
 

@@ -1,0 +1,9 @@
+"""Language models: the one place that tokenises, batches, trains and scores them.
+
+The memorisation, privacy and red-teaming fields build on these models; this subpackage
+knows none of them.
+"""
+
+from sklearn_cispa.language._charlm import CharMLPLanguageModel
+
+__all__ = ["CharMLPLanguageModel"]
