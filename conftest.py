@@ -29,3 +29,12 @@ def pytest_configure(config):
     except ImportError:  # pragma: no cover - torch is a runtime dependency
         return
     torch.set_num_threads(1)
+
+
+# the language-model extra (transformers) is optional: without it, the doctests of the
+# modules that need it are not collected (their tests skip with the reason)
+import importlib.util  # noqa: E402
+
+collect_ignore = []
+if importlib.util.find_spec("transformers") is None:
+    collect_ignore.append("sklearn_cispa/language/_transformer.py")

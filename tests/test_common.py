@@ -169,6 +169,11 @@ TEST_PARAMS = {
     # the locator wraps a torch model: this one gives every feature (a "position") 8
     # hidden ReLU units, so that any number of features is a legal input
     "CharMLPLanguageModel": {"context": 2, "hidden": 8, "max_epochs": 2, "random_state": 0},
+    # -- language: TransformerLanguageModel (issue 38): a one-block GPT-2 of width 8
+    "TransformerLanguageModel": {
+        "config": {"n_layer": 1, "n_embd": 8, "n_head": 2}, "block_size": 16,
+        "max_steps": 2, "batch_size": 8, "random_state": 0,
+    },
     "CriticalNeuronLocator": {
         "model": nn.Sequential(
             nn.Unflatten(1, (-1, 1)),
@@ -275,6 +280,20 @@ EXPECTED_FAILED_CHECKS = {
         "check_estimators_nan_inf": (
             "every value of a document is a symbol of the vocabulary, NaN and inf included: "
             "they are modelled, not rejected"
+        ),
+    },
+    "TransformerLanguageModel": {
+        "check_n_features_in": (
+            "a language model reads documents of any number of tokens: it has no fixed "
+            "number of features"
+        ),
+        "check_n_features_in_after_fitting": (
+            "a language model reads documents of any number of tokens: it has no fixed "
+            "number of features"
+        ),
+        "check_estimators_nan_inf": (
+            "with the character tokenizer every value of a document is a symbol of the "
+            "vocabulary, NaN and inf included: they are modelled, not rejected"
         ),
     },
     "CriticalNeuronLocator": {
@@ -673,6 +692,22 @@ ROBUSTNESS = {
             "context_64_one_unit": {"context": 64, "hidden": 1, "max_epochs": 1},
             "lr_1e3": {"lr": 1e3, "max_epochs": 3},
             "batch_1_alpha_1e6": {"batch_size": 1, "alpha": 1e6, "max_epochs": 1},
+        },
+    },
+    "TransformerLanguageModel": {
+        # each distinct value of a row (a document) is one symbol of the vocabulary
+        "offset": True,
+        "scale": True,
+        "column_scale": (
+            "each value is a symbol and the vocabulary is sorted: rescaling columns apart "
+            "reorders the symbols, so the embeddings start from another initialisation"
+        ),
+        "row_order": _MINIBATCH_ORDER,
+        "default_scoring": True,
+        "extreme_params": {
+            "block_1_one_step": {"block_size": 1, "max_steps": 1},
+            "batch_1_decay_warmup": {"batch_size": 1, "weight_decay": 10.0,
+                                     "warmup_steps": 5},
         },
     },
     "CriticalNeuronLocator": {

@@ -5,5 +5,7 @@ knows none of them.
 """
 
 from sklearn_cispa.language._charlm import CharMLPLanguageModel
+from sklearn_cispa.language._tokenizer import CharTokenizer
+from sklearn_cispa.language._transformer import TransformerLanguageModel
 
-__all__ = ["CharMLPLanguageModel"]
+__all__ = ["CharMLPLanguageModel", "CharTokenizer", "TransformerLanguageModel"]

@@ -17,6 +17,7 @@ _KNOWN = {
     "ivmodels": ("ivmodels", "test"),
     "linearmodels": ("linearmodels", "test"),
     "imwatermark": ("invisible-watermark", "bench"),
+    "transformers": ("transformers", "lm"),
 }
 
 
