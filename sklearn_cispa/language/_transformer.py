@@ -484,13 +484,17 @@ class TransformerLanguageModel(BaseEstimator):
         return float(np.exp(-self.score(X)))
 
     # ------------------------------------------------------------------ text
-    def encode(self, text):
-        """Token ids of a text, without the beginning and end tokens.
+    def encode(self, text, add_special_tokens=False):
+        """Token ids of a text.
 
         Parameters
         ----------
         text : str
             The text (with ``tokenizer="char"``, any sequence of symbols).
+        add_special_tokens : bool, default=False
+            Prepend the beginning token, as the model sees the start of a document (and
+            as :meth:`complete` reads its prefix): the ids to give a token-level method
+            such as ``CriticalNeuronLocator.localize`` for a prefix.
 
         Returns
         -------
@@ -499,7 +503,10 @@ class TransformerLanguageModel(BaseEstimator):
         check_is_fitted(self)
         if not self._adapter.char and not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}.")
-        return self._adapter.encode(text)
+        ids = self._adapter.encode(text)
+        if add_special_tokens and self._adapter.bos is not None:
+            ids = np.concatenate([np.asarray([self._adapter.bos], np.int64), ids])
+        return ids
 
     def decode(self, ids):
         """Text of token ids (special tokens dropped).

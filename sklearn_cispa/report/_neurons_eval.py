@@ -46,6 +46,15 @@ def train_canary_model(random_state, n_chars=20000, n_canaries=5, n_copies=40,
     return lm, heldout, canaries
 
 
+def prefix_ids(lm, text):
+    """Token ids of a prompt as the model's ``complete`` reads it (after the beginning
+    token of a :class:`TransformerLanguageModel`; a window model has none)."""
+    try:
+        return lm.encode(text, add_special_tokens=True)
+    except TypeError:  # CharMLPLanguageModel.encode(text)
+        return lm.encode(text)
+
+
 def _extracted(lm, prefix, secret):
     return lm.complete(prefix, len(secret)) == secret
 
@@ -146,7 +155,7 @@ def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locato
     t0 = time.perf_counter()
     loc = (locator or CriticalNeuronLocator(lm.module_, random_state=random_state)).fit(X_ref)
     fit_s = time.perf_counter() - t0
-    prefixes = [lm.encode(p) for p, _ in canaries]
+    prefixes = [prefix_ids(lm, p) for p, _ in canaries]
     targets = [lm.encode(s) for _, s in canaries]
     t0 = time.perf_counter()
     results = loc.localize(prefixes, targets)

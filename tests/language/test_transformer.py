@@ -199,3 +199,9 @@ def test_trains_and_scores_on_cuda():
     lm = TransformerLanguageModel(**{**TINY, "device": "cuda"}).fit(DOCS)
     assert next(lm.model_.parameters()).device.type == "cuda"
     assert lm.score_samples(DOCS[:2]).shape == (2,)
+
+
+def test_encode_with_special_tokens_is_the_prefix_complete_reads(fitted):
+    ids = fitted.encode("the cat", add_special_tokens=True)
+    assert ids[0] == fitted.tokenizer_.bos_token_id
+    np.testing.assert_array_equal(ids[1:], fitted.encode("the cat"))
