@@ -35,6 +35,7 @@ EXPECTED_ROWS = {
     "mmi",
     "nanoadam",
     "neurons",
+    "neurons_gpt2",
     "neurules",
     "rcp1",
     "sign_in",

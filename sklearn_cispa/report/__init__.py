@@ -68,9 +68,12 @@ _HELPERS = {
     "activation_ranking": "_neurons_eval",
     "canary_benchmark": "_neurons_eval",
     "canary_ci_setting": "_neurons_eval",
+    "canary_transformer_setting": "_neurons_eval",
+    "locator_model": "_neurons_eval",
     "minimal_zero_set": "_neurons_eval",
     "reference_ids": "_neurons_eval",
     "train_canary_model": "_neurons_eval",
+    "train_canary_transformer": "_neurons_eval",
     # NeurulesClassifier
     "planted_rule_table": "_neurules_eval",
     "survey_like_table": "_neurules_eval",

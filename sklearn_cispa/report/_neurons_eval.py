@@ -55,6 +55,49 @@ def prefix_ids(lm, text):
         return lm.encode(text)
 
 
+def canary_transformer_setting(quick=False):
+    """The planted-canary setting of the transformer substrate (report row, ASV, tests).
+
+    A 2-block character GPT-2 (n_embd 64, 4 heads, n_inner 256) built by
+    :class:`TransformerLanguageModel` from its config with random initialisation; quick: a
+    smaller corpus and fewer steps. Returns keyword arguments of
+    :func:`train_canary_transformer`.
+    """
+    if quick:
+        return dict(n_chars=6000, n_canaries=5, n_copies=30, heldout_chars=3000,
+                    max_steps=300)
+    return dict(n_chars=20000, n_canaries=5, n_copies=40, heldout_chars=10000,
+                max_steps=800)
+
+
+def train_canary_transformer(random_state, n_chars=20000, n_canaries=5, n_copies=40,
+                             heldout_chars=10000, max_steps=800, n_layer=2, n_embd=64,
+                             n_head=4, n_inner=256, block_size=128, batch_size=32, lr=3e-3,
+                             warmup_steps=50):
+    """Corpus with planted canaries and a character GPT-2 trained on it.
+
+    Returns ``(lm, heldout_docs, canaries)``; ``lm`` is a fitted
+    :class:`~sklearn_cispa.language.TransformerLanguageModel`.
+    """
+    from sklearn_cispa.language import TransformerLanguageModel
+
+    train, heldout, canaries = make_canary_corpus(
+        n_chars=n_chars, n_canaries=n_canaries, n_copies=n_copies,
+        heldout_chars=heldout_chars, random_state=random_state,
+    )
+    lm = TransformerLanguageModel(
+        "gpt2", config=dict(n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_inner=n_inner),
+        block_size=block_size, max_steps=max_steps, batch_size=batch_size, lr=lr,
+        warmup_steps=warmup_steps, random_state=random_state,
+    ).fit(train)
+    return lm, heldout, canaries
+
+
+def locator_model(lm):
+    """The torch module a locator hooks for a fitted language model."""
+    return lm.module_ if hasattr(lm, "module_") else lm
+
+
 def _extracted(lm, prefix, secret):
     return lm.complete(prefix, len(secret)) == secret
 
@@ -153,7 +196,8 @@ def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locato
     """
     X_ref = reference_ids(lm, heldout)
     t0 = time.perf_counter()
-    loc = (locator or CriticalNeuronLocator(lm.module_, random_state=random_state)).fit(X_ref)
+    loc = (locator or CriticalNeuronLocator(locator_model(lm), random_state=random_state)
+           ).fit(X_ref)
     fit_s = time.perf_counter() - t0
     prefixes = [prefix_ids(lm, p) for p, _ in canaries]
     targets = [lm.encode(s) for _, s in canaries]
