@@ -5,7 +5,10 @@ from sklearn_cispa.watermark._bitmark import (
     BitMarkWatermark,
     bit_flip_attack,
     bit_flipper_attack,
+    blur_attack,
+    crop_resize_attack,
     gaussian_noise_attack,
+    jpeg_attack,
 )
 from sklearn_cispa.watermark._generator import BitwiseARGenerator
 
@@ -15,5 +18,8 @@ __all__ = [
     "BitwiseARGenerator",
     "bit_flip_attack",
     "bit_flipper_attack",
+    "blur_attack",
+    "crop_resize_attack",
     "gaussian_noise_attack",
+    "jpeg_attack",
 ]
