@@ -11,9 +11,11 @@ from sklearn_cispa.watermark._bitmark import (
     jpeg_attack,
 )
 from sklearn_cispa.watermark._generator import BitwiseARGenerator
+from sklearn_cispa.watermark._processor import BitMarkLogitsProcessor
 
 __all__ = [
     "BitMarkDetector",
+    "BitMarkLogitsProcessor",
     "BitMarkWatermark",
     "BitwiseARGenerator",
     "bit_flip_attack",
