@@ -781,7 +781,7 @@ def bit_flip_attack(bits, rate, random_state=None):
         "green": _GREEN_TYPES,
         "factor": [Interval(numbers.Real, 0, None, closed="left")],
         "gamma0": [Interval(numbers.Real, 0, 1, closed="both")],
-        "mode": [StrOptions({"remove", "forge"})],
+        "mode": [StrOptions({"remove", "forge", "reference"})],
         "forge_rate": [Interval(numbers.Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
     },
@@ -791,11 +791,24 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
                        forge_rate=0.08, random_state=None):
     """The Bit-Flipper attack: flip the last bit of green (or red) pairs in each token.
 
-    ``mode="remove"``: per sample, the green fraction ``g`` of the within-token pairs sets
-    the flip probability ``p = clip((g - gamma0) * factor, 0, 1)``; then for ``j = 1 ..
-    d - 1`` in order, each bit ``b_j`` whose pair ``(b_{j-1}, b_j)`` is green (reading
-    the already edited ``b_{j-1}``) is flipped with probability ``p``. ``mode="forge"``
-    flips the last bit of red pairs with probability ``forge_rate`` to implant a mark.
+    ``mode="remove"`` (the library's single-pass attack): per sample, the green fraction
+    ``g`` of the within-token pairs sets the flip probability ``p = clip((g - gamma0) *
+    factor, 0, 1)``; then for ``j = 1 .. d - 1`` in order, each bit ``b_j`` whose pair
+    ``(b_{j-1}, b_j)`` is green (reading the already edited ``b_{j-1}``) is flipped with
+    probability ``p``, once. ``mode="forge"`` flips the last bit of red pairs with
+    probability ``forge_rate`` to implant a mark.
+
+    ``mode="reference"`` is the loop of the reference code (sprintml/BitMark,
+    ``Infinity/flipper.py``, removal): per sample (a scale in Infinity), ``g`` is the
+    green fraction of the token-major *flattened* pairs and ``p = (g - gamma0) *
+    factor``, not clipped; a sample with ``p <= 0`` is left alone. For ``j = 1 .. d -
+    1``, the green patterns are visited in turn; each adds the tokens whose pair
+    ``(b_{j-1}, b_j)`` equals it (on the bits as edited so far) to a mask accumulated
+    over the patterns of this ``j``, and fresh uniform numbers are drawn over the whole
+    accumulated mask, so a bit flipped for an earlier pattern is drawn again (and flipped
+    back with probability ``p``). With ``{"01", "10"}`` a ``01`` pair (the first pattern)
+    ends flipped with probability ``2 p (1 - p)``, a ``10`` pair with ``p``; with ``p >=
+    1`` every ``01`` pair is flipped twice, that is left unchanged.
 
     Parameters
     ----------
@@ -808,12 +821,15 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
     gamma0 : float, default=0.5
         The green rate the attack subtracts: 0.5 is the reference attack; the detector's
         ``gamma0_`` gives the null-aware variant.
-    mode : {"remove", "forge"}, default="remove"
-        Remove the mark or implant one.
+    mode : {"remove", "forge", "reference"}, default="remove"
+        Remove the mark (single pass), implant one, or remove it with the reference's
+        re-sampling loop.
     forge_rate : float, default=0.08
         Flip probability of red pairs in ``mode="forge"`` (the reference's 0.08).
     random_state : int, RandomState instance or None, default=None
-        Source of the flips.
+        Source of the flips. ``mode="reference"`` draws, per sample, per ``j`` and per
+        pattern, one uniform number per token from
+        ``numpy.random.default_rng(spawn_seeds(random_state, 1)[0])``, in that order.
 
     Returns
     -------
@@ -822,10 +838,12 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
 
     Notes
     -----
-    The reference computes ``g`` with its flattened detector (pairs across token borders
-    included) and, for ``{"01", "10"}``, may flip a bit a second time while looping over
-    the two patterns; here ``g`` is the within-token fraction and each green pair is
-    considered once.
+    The reference iterates over a Python ``set`` of patterns, whose order depends on
+    the string hash seed (``PYTHONHASHSEED``); ``mode="reference"`` visits them in
+    sorted order (``"01"`` before ``"10"``), one of the two orders the reference runs
+    with. The reference's other two modes (implanting, which flips ``{"00", "11"}`` at
+    ``0.08`` in the same loop, and ``patterns=None``, which flips 1-bits) are not
+    offered; ``mode="forge"`` is the library's single-pass implant.
 
     Examples
     --------
@@ -845,6 +863,9 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
     if out.shape[2] < 2:
         raise ValueError("tokens need at least 2 bits for pairs.")
     rng = np.random.default_rng(spawn_seeds(random_state, 1)[0])
+    if mode == "reference":
+        _reference_flipper(out, table, factor, gamma0, rng)
+        return out[:, 0, :] if raw.ndim == 2 else out
     if mode == "remove":
         count, total = _green_counts(out, 2, table, "within_token", True)
         p = np.clip((count / total - gamma0) * factor, 0.0, 1.0)[:, None]
@@ -857,6 +878,21 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
         flip = target[pair] & (rng.random(pair.shape) < p)
         out[:, :, j] ^= flip.astype(np.uint8)
     return out[:, 0, :] if raw.ndim == 2 else out
+
+
+def _reference_flipper(out, table, factor, gamma0, rng):
+    """The reference's removal loop, in place on ``out`` (n_samples, n_tokens, d)."""
+    patterns = [(c >> 1, c & 1) for c in np.flatnonzero(table)]   # sorted order
+    count, total = _green_counts(out, 2, table, "flat", True)
+    probs = (count / total - gamma0) * factor
+    for i in np.flatnonzero(probs > 0):
+        sample, p = out[i], probs[i]
+        for j in range(1, sample.shape[1]):
+            mask = np.zeros(sample.shape[0], dtype=bool)
+            for first, last in patterns:
+                mask |= (sample[:, j - 1] == first) & (sample[:, j] == last)
+                flip = mask & (rng.random(sample.shape[0]) < p)
+                sample[flip, j] ^= 1
 
 
 # --------------------------------------------------------------------------------------
