@@ -9,6 +9,7 @@ from sklearn_cispa.watermark._bitmark import (
     crop_resize_attack,
     gaussian_noise_attack,
     jpeg_attack,
+    radioactivity_test,
 )
 from sklearn_cispa.watermark._generator import BitwiseARGenerator
 from sklearn_cispa.watermark._processor import BitMarkLogitsProcessor
@@ -24,4 +25,5 @@ __all__ = [
     "crop_resize_attack",
     "gaussian_noise_attack",
     "jpeg_attack",
+    "radioactivity_test",
 ]
