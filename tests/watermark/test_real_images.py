@@ -10,6 +10,7 @@ from sklearn.datasets import load_sample_images
 
 from sklearn_cispa.watermark import (
     BitMarkDetector,
+    BitMarkWatermark,
     BitwiseARGenerator,
     blur_attack,
     crop_resize_attack,
@@ -135,3 +136,25 @@ def test_attacks_check_levels_and_shapes():
     np.testing.assert_array_equal(X, before)
     np.testing.assert_array_equal(crop_resize_attack(X, 1.0), X)
     np.testing.assert_array_equal(blur_attack(X, 0.0), X)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_robustness_at_the_clean_threshold_on_8_bit_images(patches):
+    """delta = 2 on an 8-bit generator fitted on real patches, the threshold calibrated on
+    clean samples only: TPR >= 0.9 wherever the attack keeps PSNR >= 30 dB."""
+    flat = patches[0][:1000].reshape(1000, -1)
+    gen = BitwiseARGenerator(n_bits=8, image_shape=(P, P), max_iter=50).fit(flat)
+    det = BitMarkDetector(encoder=grey_bits).fit(gen.sample(300, random_state=2)[0])
+    marked = gen.sample(300, logits_processor=BitMarkWatermark(delta=2.0), random_state=3)[0]
+    attacks = [lambda X: gaussian_noise_attack(X, 4.0, n_levels=256, random_state=0),
+               lambda X: jpeg_attack(X, 95, n_levels=256),
+               lambda X: jpeg_attack(X, 75, n_levels=256),
+               lambda X: blur_attack(X, 0.5, n_levels=256)]
+    checked = 0
+    for attack in attacks:
+        out = attack(marked)
+        psnr = 10 * np.log10(255.0**2 / np.mean((out - marked) ** 2.0))
+        if psnr >= 30:
+            checked += 1
+            assert _flagged(det, out) >= 0.9, psnr
+    assert checked >= 2   # noise 4 (36 dB) and JPEG 95 (42 dB) at least
