@@ -241,7 +241,13 @@ EXPECTED_FAILED_CHECKS = {
 
     # -- federated: LocalSGDRegressor, LocalSGDClassifier (issue 18)
     # -- watermark: BitwiseARGenerator, BitMarkDetector (issue 20)
-
+    "BitMarkDetector": {
+        "check_n_features_in_after_fitting": (
+            "a sample's z-test needs no fixed size: an image of any number of tokens has "
+            "T windows and its green count is tested against the null at that T, so the "
+            "detector scores images of other sizes than its calibration images (issue 37)"
+        ),
+    },
 
     # -- pruning: GraphonEstimator (issue 17)
     "GraphonEstimator": {

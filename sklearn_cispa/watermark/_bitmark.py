@@ -5,9 +5,10 @@ import numbers
 import warnings
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import binom, norm
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_cispa.utils import spawn_seeds
@@ -82,6 +83,24 @@ def _green_counts(bits, n, table, windows, count_repeats):
 
 def _z(count, total, gamma):
     return (count - gamma * total) / np.sqrt(total * gamma * (1.0 - gamma))
+
+
+def _split_green_fractions(bits, n, table, windows):
+    """Green fractions of the windows starting in even and in odd tokens, or None.
+
+    The two halves interleave tokens, so in a raster-ordered image they cover the same
+    content; their difference measures the within-image (window-level) variance, and
+    what remains of the variance of the green fraction is between images.
+    """
+    if bits.shape[1] < 2:
+        return None
+    green = table[_window_codes(bits, n, windows)]
+    per_token = bits.shape[2] - n + 1 if windows == "within_token" else bits.shape[2]
+    token = np.arange(green.shape[1]) // per_token
+    even = (token % 2) == 0
+    if even.all() or not even.any():
+        return None
+    return green[:, even].mean(axis=1), green[:, ~even].mean(axis=1), even.sum(), (~even).sum()
 
 
 class BitMarkWatermark(BaseEstimator):
@@ -292,7 +311,17 @@ class BitMarkDetector(BaseEstimator):
     gamma0))``. ``fit`` calibrates the null on clean (unwatermarked) samples: natural bits
     are not fair coins (on digits the clean green fraction is about 0.21, not 0.5), so the
     paper's fixed null ``gamma0 = gamma`` gives clean z-scores far below zero and misses
-    weak watermarks.
+    weak watermarks. Calibrate on clean images of the population the detector protects
+    (the same source and processing as the images it will score), through ``encoder``.
+
+    With a calibrated null (``"gamma0"``, ``"empirical"``) the z-score is standardised by
+    the over-dispersion of the clean population: real photos have correlated bits, and
+    their green fraction varies between images far more than the binomial model says
+    (20 times its variance on 8 x 8 patches of sklearn's sample photos). The null
+    variance of the green fraction of a sample with ``T`` windows is modelled as
+    ``between_image_var_ + window_var_ / T`` (never below the binomial
+    ``gamma0 (1 - gamma0) / T``), so samples with any number of tokens are scored
+    against the null at their own size.
 
     Parameters
     ----------
@@ -300,11 +329,14 @@ class BitMarkDetector(BaseEstimator):
         The green list; must equal the watermark's (``tuple(watermark.green_set_)`` for a
         keyed random list).
     null : {"empirical", "gamma0", "fixed"}, default="empirical"
-        ``"fixed"``: the green rate ``gamma`` of the list and the rule ``z > z_threshold``
-        (the paper's detector). ``"gamma0"``: ``gamma0`` estimated as the mean clean green
-        fraction, same rule. ``"empirical"``: ``gamma0`` z-scores thresholded at the
-        ``ceil((1 - fpr) N)``-th smallest of the ``N`` clean calibration z-scores, so the
-        calibration false-positive rate is at most ``fpr``.
+        ``"fixed"``: the green rate ``gamma`` of the list, the binomial variance and the
+        rule ``z > z_threshold`` (the paper's detector). ``"gamma0"``: ``gamma0``
+        estimated as the mean clean green fraction and the variance as the clean
+        over-dispersion, same rule. ``"empirical"``: the same standardised z-scores
+        thresholded at the ``ceil((1 - fpr) N)``-th smallest of the ``N`` clean
+        calibration z-scores, so the calibration false-positive rate is at most ``fpr``,
+        or at ``norm.isf(fpr)`` where that is higher (a quantile resting on a handful of
+        calibration samples is noisy).
     fpr : float, default=0.01
         Target false-positive rate of ``null="empirical"``.
     z_threshold : float, default=4.0
@@ -317,8 +349,8 @@ class BitMarkDetector(BaseEstimator):
         Count every window (the reference default). False counts each distinct n-gram of
         a sample once (``T`` is then the number of distinct n-grams present).
     encoder : callable or None, default=None
-        Maps images to bits, for example a fitted ``BitwiseARGenerator.encode``. When
-        set, every method takes images.
+        Maps images to bits, for example a fitted ``BitwiseARGenerator.encode`` or the
+        8-bit grey-level bits of a photo. When set, every method takes images.
 
     Attributes
     ----------
@@ -329,9 +361,21 @@ class BitMarkDetector(BaseEstimator):
     z_clean_ : ndarray of shape (n_clean,)
         z-scores of the calibration samples.
     n_windows_ : int
-        Windows per sample ``T`` (with ``count_repeats=True``).
+        Windows per calibration sample ``T`` (with ``count_repeats=True``).
+    window_var_ : float
+        Window-level variance ``s2`` of the null: the green fraction of ``T`` windows
+        of one image varies by ``s2 / T``; estimated from the difference between the
+        windows of the even and of the odd tokens of each clean image (the binomial
+        ``gamma0 (1 - gamma0)`` with ``null="fixed"``, at least that otherwise).
+    between_image_var_ : float
+        Variance of the clean green fraction between images that ``window_var_`` does
+        not explain (0 with ``null="fixed"``).
+    dispersion_ : float
+        Null variance of the green fraction at the calibration size over the binomial
+        variance (1 for fair i.i.d. bits).
     n_features_in_ : int
-        Second dimension of the bits (tokens for 3-D bits, bits for 2-D).
+        Second dimension of the calibration bits (tokens for 3-D bits, bits for 2-D);
+        other samples may have any number of tokens.
 
     See Also
     --------
@@ -349,7 +393,19 @@ class BitMarkDetector(BaseEstimator):
     trust. A calibration set whose green fraction is 0 or 1 gives a degenerate null:
     ``gamma0_`` is then moved half a count inside ``(0, 1)`` with a warning. The
     empirical null warns when ``fpr * (n_clean + 1) < 1``: the threshold is then the
-    largest clean z-score, whose false-positive rate is about ``1 / (n_clean + 1)``.
+    largest clean z-score, whose false-positive rate is about ``1 / (n_clean + 1)``,
+    and the threshold ``norm.isf(fpr)`` where that is higher.
+
+    The split into even and odd tokens interleaves neighbouring tokens, which are
+    correlated in images: ``window_var_`` is then under-estimated and
+    ``between_image_var_`` over-estimated, which is exact at the calibration size,
+    conservative for larger images and anti-conservative for much smaller ones;
+    calibrate on images of the size you score where you can. ``score_samples`` warns
+    when a batch of at least 20 samples has significantly more z-scores below the
+    clean population's lower 1% tail than the calibration set: the watermark only
+    raises z, so such a batch comes from a population with another null (another
+    source, other processing, or an over-removal attack). Clean images shifted
+    *upwards* cannot be told from watermarked ones by their statistics.
 
     Examples
     --------
@@ -388,7 +444,11 @@ class BitMarkDetector(BaseEstimator):
     def _bits(self, X, reset):
         if self.encoder is not None:
             X = self.encoder(X)
-        X = validate_data(self, X, reset=reset, allow_nd=True, dtype=np.float64)
+        if reset:
+            X = validate_data(self, X, reset=True, allow_nd=True, dtype=np.float64)
+        else:
+            # any number of tokens: the z-test needs none fixed (only the token width)
+            X = check_array(X, allow_nd=True, dtype=np.float64)
         if X.ndim not in (2, 3):
             raise ValueError(
                 f"bits must be 2-D (n_samples, n_bits) or 3-D (n_samples, n_tokens, "
@@ -451,22 +511,89 @@ class BitMarkDetector(BaseEstimator):
                 )
                 gamma0 = min(max(gamma0, half), 1 - half)
         self.gamma0_ = gamma0
-        self.z_clean_ = _z(count, total, gamma0)
+        binomial = gamma0 * (1.0 - gamma0)
+        if self.null == "fixed":
+            self.window_var_, self.between_image_var_ = binomial, 0.0
+        else:
+            self.window_var_, self.between_image_var_ = self._dispersion(bits, count / total,
+                                                                         total, binomial)
+        self.dispersion_ = float(np.mean(self._null_sd(total) ** 2 * total) / binomial)
+        self.z_clean_ = self._standardise(count, total)
         if self.null == "empirical":
+            k = max(1, math.ceil((1.0 - self.fpr) * len(count) - 1e-9))
+            quantile = float(np.sort(self.z_clean_)[k - 1])
             if self.fpr * (len(count) + 1) < 1:
                 warnings.warn(
                     f"fpr={self.fpr:g} needs at least {math.ceil(1 / self.fpr) - 1} clean "
-                    f"calibration samples; with {len(count)} the threshold is the largest "
-                    f"clean z-score, whose false-positive rate on new clean samples is "
-                    f"about 1/{len(count) + 1}, not {self.fpr:g}.",
+                    f"calibration samples; with {len(count)} the empirical quantile is the "
+                    f"largest clean z-score, whose false-positive rate on new clean samples "
+                    f"is about 1/{len(count) + 1}; the threshold is the normal tail of "
+                    f"the standardised null, norm.isf(fpr), where that is higher.",
                     UserWarning,
                     stacklevel=2,
                 )
-            k = max(1, math.ceil((1.0 - self.fpr) * len(count) - 1e-9))
-            self.threshold_ = float(np.sort(self.z_clean_)[k - 1])
+            # a quantile resting on a handful of clean samples is noisy: never go below
+            # the normal tail of the standardised null
+            self.threshold_ = max(quantile, float(norm.isf(self.fpr)))
         else:
             self.threshold_ = float(self.z_threshold)
         return self
+
+    def _dispersion(self, bits, g, total, binomial):
+        """(window variance s2, between-image variance tau2) of the clean green fraction.
+
+        The null variance of the green fraction of an image with ``T`` windows is modelled
+        as ``tau2 + s2 / T``: ``s2`` from the difference of the green fractions of the
+        even and the odd tokens of each image, ``tau2`` what remains of the variance of
+        ``g`` across the calibration images.
+        """
+        split = None
+        if self.count_repeats and len(g) > 1:
+            split = _split_green_fractions(bits, self._n, self._table, self.windows)
+        if len(g) < 2:
+            return binomial, 0.0
+        if split is None:
+            s2 = binomial
+        else:
+            g1, g2, t1, t2 = split
+            s2 = float(np.var(g1 - g2, ddof=1) / (1.0 / t1 + 1.0 / t2))
+        s2 = max(s2, binomial)
+        tau2 = max(float(np.var(g, ddof=1) - s2 * np.mean(1.0 / total)), 0.0)
+        return s2, tau2
+
+    def _null_sd(self, total):
+        """Null standard deviation of the green fraction at ``total`` windows."""
+        binomial = self.gamma0_ * (1.0 - self.gamma0_)
+        var = self.between_image_var_ + self.window_var_ / total
+        return np.sqrt(np.maximum(var, binomial / total))
+
+    def _standardise(self, count, total):
+        return (count / total - self.gamma0_) / self._null_sd(total)
+
+    def _check_population(self, z):
+        """Warn when more scored samples fall in the clean lower tail than chance allows.
+
+        The watermark raises z; it never lowers it. A batch with many more z-scores below
+        the calibration's 1% lower tail than the calibration set itself holds comes from a
+        population with another null (another image source, processing, an over-removal
+        attack), on which the false-positive rate is not controlled.
+        """
+        n = z.size
+        if n < 20 or self.null == "fixed":
+            return
+        cut = float(norm.ppf(0.01))
+        rate = max(float(np.mean(self.z_clean_ < cut)), 0.01)
+        k = int(np.sum(z < cut))
+        if k and binom.sf(k - 1, n, rate) < 1e-3:
+            warnings.warn(
+                f"{k} of {n} samples score below the lower 1% tail of the clean "
+                f"calibration population (expected about {rate * n:.1f}): these samples "
+                "look unlike the images the null was calibrated on, and the detector's "
+                "false-positive rate on them is not controlled. Fit the detector on clean "
+                "images of the same source and processing.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def green_fraction(self, X):
         """Fraction of green windows of each sample.
@@ -500,7 +627,9 @@ class BitMarkDetector(BaseEstimator):
         """
         check_is_fitted(self)
         count, total = self._counts(X)
-        return _z(count, total, self.gamma0_)
+        z = self._standardise(count, total)
+        self._check_population(z)
+        return z
 
     def decision_function(self, X):
         """z-score minus the threshold: positive means watermarked.
@@ -652,7 +781,7 @@ def bit_flip_attack(bits, rate, random_state=None):
         "green": _GREEN_TYPES,
         "factor": [Interval(numbers.Real, 0, None, closed="left")],
         "gamma0": [Interval(numbers.Real, 0, 1, closed="both")],
-        "mode": [StrOptions({"remove", "forge"})],
+        "mode": [StrOptions({"remove", "forge", "reference"})],
         "forge_rate": [Interval(numbers.Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
     },
@@ -662,11 +791,24 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
                        forge_rate=0.08, random_state=None):
     """The Bit-Flipper attack: flip the last bit of green (or red) pairs in each token.
 
-    ``mode="remove"``: per sample, the green fraction ``g`` of the within-token pairs sets
-    the flip probability ``p = clip((g - gamma0) * factor, 0, 1)``; then for ``j = 1 ..
-    d - 1`` in order, each bit ``b_j`` whose pair ``(b_{j-1}, b_j)`` is green (reading
-    the already edited ``b_{j-1}``) is flipped with probability ``p``. ``mode="forge"``
-    flips the last bit of red pairs with probability ``forge_rate`` to implant a mark.
+    ``mode="remove"`` (the library's single-pass attack): per sample, the green fraction
+    ``g`` of the within-token pairs sets the flip probability ``p = clip((g - gamma0) *
+    factor, 0, 1)``; then for ``j = 1 .. d - 1`` in order, each bit ``b_j`` whose pair
+    ``(b_{j-1}, b_j)`` is green (reading the already edited ``b_{j-1}``) is flipped with
+    probability ``p``, once. ``mode="forge"`` flips the last bit of red pairs with
+    probability ``forge_rate`` to implant a mark.
+
+    ``mode="reference"`` is the loop of the reference code (sprintml/BitMark,
+    ``Infinity/flipper.py``, removal): per sample (a scale in Infinity), ``g`` is the
+    green fraction of the token-major *flattened* pairs and ``p = (g - gamma0) *
+    factor``, not clipped; a sample with ``p <= 0`` is left alone. For ``j = 1 .. d -
+    1``, the green patterns are visited in turn; each adds the tokens whose pair
+    ``(b_{j-1}, b_j)`` equals it (on the bits as edited so far) to a mask accumulated
+    over the patterns of this ``j``, and fresh uniform numbers are drawn over the whole
+    accumulated mask, so a bit flipped for an earlier pattern is drawn again (and flipped
+    back with probability ``p``). With ``{"01", "10"}`` a ``01`` pair (the first pattern)
+    ends flipped with probability ``2 p (1 - p)``, a ``10`` pair with ``p``; with ``p >=
+    1`` every ``01`` pair is flipped twice, that is left unchanged.
 
     Parameters
     ----------
@@ -679,12 +821,15 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
     gamma0 : float, default=0.5
         The green rate the attack subtracts: 0.5 is the reference attack; the detector's
         ``gamma0_`` gives the null-aware variant.
-    mode : {"remove", "forge"}, default="remove"
-        Remove the mark or implant one.
+    mode : {"remove", "forge", "reference"}, default="remove"
+        Remove the mark (single pass), implant one, or remove it with the reference's
+        re-sampling loop.
     forge_rate : float, default=0.08
         Flip probability of red pairs in ``mode="forge"`` (the reference's 0.08).
     random_state : int, RandomState instance or None, default=None
-        Source of the flips.
+        Source of the flips. ``mode="reference"`` draws, per sample, per ``j`` and per
+        pattern, one uniform number per token from
+        ``numpy.random.default_rng(spawn_seeds(random_state, 1)[0])``, in that order.
 
     Returns
     -------
@@ -693,10 +838,12 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
 
     Notes
     -----
-    The reference computes ``g`` with its flattened detector (pairs across token borders
-    included) and, for ``{"01", "10"}``, may flip a bit a second time while looping over
-    the two patterns; here ``g`` is the within-token fraction and each green pair is
-    considered once.
+    The reference iterates over a Python ``set`` of patterns, whose order depends on
+    the string hash seed (``PYTHONHASHSEED``); ``mode="reference"`` visits them in
+    sorted order (``"01"`` before ``"10"``), one of the two orders the reference runs
+    with. The reference's other two modes (implanting, which flips ``{"00", "11"}`` at
+    ``0.08`` in the same loop, and ``patterns=None``, which flips 1-bits) are not
+    offered; ``mode="forge"`` is the library's single-pass implant.
 
     Examples
     --------
@@ -716,6 +863,9 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
     if out.shape[2] < 2:
         raise ValueError("tokens need at least 2 bits for pairs.")
     rng = np.random.default_rng(spawn_seeds(random_state, 1)[0])
+    if mode == "reference":
+        _reference_flipper(out, table, factor, gamma0, rng)
+        return out[:, 0, :] if raw.ndim == 2 else out
     if mode == "remove":
         count, total = _green_counts(out, 2, table, "within_token", True)
         p = np.clip((count / total - gamma0) * factor, 0.0, 1.0)[:, None]
@@ -728,3 +878,265 @@ def bit_flipper_attack(bits, green=("01", "10"), factor=2.2, gamma0=0.5, mode="r
         flip = target[pair] & (rng.random(pair.shape) < p)
         out[:, :, j] ^= flip.astype(np.uint8)
     return out[:, 0, :] if raw.ndim == 2 else out
+
+
+def _reference_flipper(out, table, factor, gamma0, rng):
+    """The reference's removal loop, in place on ``out`` (n_samples, n_tokens, d)."""
+    patterns = [(c >> 1, c & 1) for c in np.flatnonzero(table)]   # sorted order
+    count, total = _green_counts(out, 2, table, "flat", True)
+    probs = (count / total - gamma0) * factor
+    for i in np.flatnonzero(probs > 0):
+        sample, p = out[i], probs[i]
+        for j in range(1, sample.shape[1]):
+            mask = np.zeros(sample.shape[0], dtype=bool)
+            for first, last in patterns:
+                mask |= (sample[:, j - 1] == first) & (sample[:, j] == last)
+                flip = mask & (rng.random(sample.shape[0]) < p)
+                sample[flip, j] ^= 1
+
+
+# --------------------------------------------------------------------------------------
+# Image-processing attacks (Pillow)
+# --------------------------------------------------------------------------------------
+def _as_images(images, image_shape, n_levels):
+    """Images as a float (n, h, w) array in grey levels, and a function restoring shape."""
+    X = np.asarray(images, dtype=np.float64)
+    if not np.all(np.isfinite(X)):
+        raise ValueError("images contain NaN or infinite values.")
+    if X.ndim == 2:
+        if image_shape is None:
+            side = math.isqrt(X.shape[1])
+            if side * side != X.shape[1]:
+                raise ValueError(
+                    f"images of shape {X.shape} are flat with {X.shape[1]} pixels, which is "
+                    "not a square: pass image_shape=(height, width)."
+                )
+            image_shape = (side, side)
+        h, w = (int(v) for v in image_shape)
+        if h * w != X.shape[1]:
+            raise ValueError(
+                f"image_shape={tuple(image_shape)} holds {h * w} pixels; images have "
+                f"{X.shape[1]}."
+            )
+        shaped = X.reshape(X.shape[0], h, w)
+    elif X.ndim == 3:
+        shaped = X
+    else:
+        raise ValueError(
+            f"images must be (n_images, n_pixels) or (n_images, height, width); got "
+            f"{X.ndim} dimensions."
+        )
+    if shaped.size and (shaped.min() < 0 or shaped.max() > n_levels - 1):
+        raise ValueError(
+            f"images span [{shaped.min():g}, {shaped.max():g}], outside the grey levels "
+            f"0 .. {n_levels - 1} of n_levels={n_levels} (8-bit images need n_levels=256)."
+        )
+    return shaped, X.shape
+
+
+def _pillow_map(images, image_shape, n_levels, edit):
+    """Apply ``edit`` (PIL image -> PIL image of the same size) to every grey image."""
+    from PIL import Image
+
+    shaped, shape = _as_images(images, image_shape, n_levels)
+    scale = 255.0 / (n_levels - 1)
+    out = np.empty(shaped.shape, dtype=np.int64)
+    for i, img in enumerate(shaped):
+        pil = Image.fromarray(np.clip(np.rint(img * scale), 0, 255).astype(np.uint8), "L")
+        edited = np.asarray(edit(pil), dtype=np.float64)
+        out[i] = np.clip(np.rint(edited / scale), 0, n_levels - 1)
+    return out.reshape(shape)
+
+
+_IMAGE_PARAMS = {
+    "images": ["array-like"],
+    "image_shape": [tuple, list, None],
+    "n_levels": [Interval(numbers.Integral, 2, 256, closed="both")],
+}
+
+
+@validate_params(
+    {**_IMAGE_PARAMS, "quality": [Interval(numbers.Integral, 1, 100, closed="both")]},
+    prefer_skip_nested_validation=True,
+)
+def jpeg_attack(images, quality, image_shape=None, n_levels=16):
+    """JPEG-compress every grey image with Pillow and decode it back to grey levels.
+
+    Parameters
+    ----------
+    images : array-like of shape (n_images, n_pixels) or (n_images, height, width)
+        Grey levels ``0 .. n_levels - 1`` (not modified).
+    quality : int in [1, 100]
+        Pillow's JPEG quality.
+    image_shape : tuple of (int, int) or None, default=None
+        ``(height, width)`` of flat images; None means square.
+    n_levels : int, default=16
+        Grey levels ``0 .. n_levels - 1`` (256 for 8-bit images); they are scaled to
+        0..255 for Pillow and back.
+
+    Returns
+    -------
+    images_attacked : ndarray of the input's shape, dtype int64
+        The decoded grey levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_cispa.watermark import jpeg_attack
+    >>> X = np.arange(64).reshape(1, 64) * 4
+    >>> out = jpeg_attack(X, quality=75, n_levels=256)
+    >>> out.shape, bool(np.abs(out - X).mean() < 10)
+    ((1, 64), True)
+    """
+    import io
+
+    from PIL import Image
+
+    def edit(pil):
+        buf = io.BytesIO()
+        pil.save(buf, format="JPEG", quality=int(quality))
+        buf.seek(0)
+        return Image.open(buf).convert("L")
+
+    return _pillow_map(images, image_shape, n_levels, edit)
+
+
+@validate_params(
+    {**_IMAGE_PARAMS, "fraction": [Interval(numbers.Real, 0, 1, closed="right")]},
+    prefer_skip_nested_validation=True,
+)
+def crop_resize_attack(images, fraction, image_shape=None, n_levels=16):
+    """Crop the centre ``fraction`` of each side and resize back (Pillow, bicubic).
+
+    Parameters
+    ----------
+    images : array-like of shape (n_images, n_pixels) or (n_images, height, width)
+        Grey levels ``0 .. n_levels - 1`` (not modified).
+    fraction : float in (0, 1]
+        Kept fraction of the height and of the width (1 keeps the image).
+    image_shape : tuple of (int, int) or None, default=None
+        ``(height, width)`` of flat images; None means square.
+    n_levels : int, default=16
+        Grey levels ``0 .. n_levels - 1`` (256 for 8-bit images).
+
+    Returns
+    -------
+    images_attacked : ndarray of the input's shape, dtype int64
+        The cropped and resized grey levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_cispa.watermark import crop_resize_attack
+    >>> X = np.full((2, 8, 8), 200)
+    >>> crop_resize_attack(X, fraction=0.75, n_levels=256)[0, 0, :3]
+    array([200, 200, 200])
+    """
+    from PIL import Image
+
+    def edit(pil):
+        w, h = pil.size
+        cw, ch = max(1, round(w * fraction)), max(1, round(h * fraction))
+        left, top = (w - cw) // 2, (h - ch) // 2
+        return pil.crop((left, top, left + cw, top + ch)).resize((w, h), Image.BICUBIC)
+
+    return _pillow_map(images, image_shape, n_levels, edit)
+
+
+@validate_params(
+    {**_IMAGE_PARAMS, "sigma": [Interval(numbers.Real, 0, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
+def blur_attack(images, sigma, image_shape=None, n_levels=16):
+    """Gaussian blur with standard deviation ``sigma`` pixels (Pillow's GaussianBlur).
+
+    Parameters
+    ----------
+    images : array-like of shape (n_images, n_pixels) or (n_images, height, width)
+        Grey levels ``0 .. n_levels - 1`` (not modified).
+    sigma : float >= 0
+        Standard deviation of the kernel in pixels (Pillow's ``radius``); 0 keeps the
+        image.
+    image_shape : tuple of (int, int) or None, default=None
+        ``(height, width)`` of flat images; None means square.
+    n_levels : int, default=16
+        Grey levels ``0 .. n_levels - 1`` (256 for 8-bit images).
+
+    Returns
+    -------
+    images_attacked : ndarray of the input's shape, dtype int64
+        The blurred grey levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_cispa.watermark import blur_attack
+    >>> X = np.zeros((1, 5, 5)); X[0, 2, 2] = 255
+    >>> out = blur_attack(X, sigma=1.0, n_levels=256)
+    >>> bool(out[0, 2, 2] < 255 and out[0, 2, 1] > 0)
+    True
+    """
+    from PIL import ImageFilter
+
+    def edit(pil):
+        return pil.filter(ImageFilter.GaussianBlur(radius=float(sigma)))
+
+    return _pillow_map(images, image_shape, n_levels, edit)
+
+
+# --------------------------------------------------------------------------------------
+# Radioactivity
+# --------------------------------------------------------------------------------------
+@validate_params(
+    {
+        "detector": [HasMethods(["score_samples"])],
+        "images_of_suspect_model": ["array-like"],
+        "images_of_clean_model": ["array-like"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def radioactivity_test(detector, images_of_suspect_model, images_of_clean_model):
+    """Test whether a suspect model learned from watermarked images (radioactivity).
+
+    A model trained or fine-tuned on BitMark images carries the bias into its own
+    outputs. The test compares the detector's z-scores of the suspect model's images
+    with those of a model known to be clean, by a one-sided Mann-Whitney U test
+    (alternative: the suspect's scores are stochastically greater), as the paper does.
+
+    Parameters
+    ----------
+    detector : fitted BitMarkDetector (or any object with ``score_samples``)
+        The detector of the watermark; with ``encoder`` set it takes images.
+    images_of_suspect_model : array-like
+        Images (or bits) generated by the suspect model.
+    images_of_clean_model : array-like
+        Images (or bits) generated by a reference model trained without watermarked data.
+
+    Returns
+    -------
+    statistic : float
+        The Mann-Whitney U statistic of the suspect's scores.
+    p_value : float
+        One-sided p-value; small values mean the suspect model is radioactive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_cispa.watermark import BitMarkDetector, radioactivity_test
+    >>> rng = np.random.default_rng(0)
+    >>> clean = rng.integers(0, 2, size=(100, 16, 4))
+    >>> suspect = clean.copy(); suspect[:, :, 1] = 1 - suspect[:, :, 0]   # more green pairs
+    >>> det = BitMarkDetector().fit(rng.integers(0, 2, size=(100, 16, 4)))
+    >>> statistic, p_value = radioactivity_test(det, suspect, clean)
+    >>> bool(p_value < 1e-6)
+    True
+    """
+    from scipy.stats import mannwhitneyu
+
+    check_is_fitted(detector)
+    if len(images_of_suspect_model) < 1 or len(images_of_clean_model) < 1:
+        raise ValueError("radioactivity_test needs at least one image from each model.")
+    suspect = np.asarray(detector.score_samples(images_of_suspect_model), dtype=np.float64)
+    clean = np.asarray(detector.score_samples(images_of_clean_model), dtype=np.float64)
+    result = mannwhitneyu(suspect, clean, alternative="greater")
+    return float(result.statistic), float(result.pvalue)
