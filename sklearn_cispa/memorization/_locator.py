@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
@@ -21,7 +21,7 @@ from sklearn_cispa.utils import check_random_generator, resolve_device, spawn_se
 
 __all__ = ["CriticalNeuronLocator", "NeuronMask", "greedy_extraction_oracle"]
 
-_ACTIVATIONS = (nn.ReLU, nn.GELU, nn.SiLU)
+_ACTIVATIONS = (nn.ReLU, nn.GELU, nn.SiLU, nn.Mish, nn.LeakyReLU, nn.ELU)
 _TOPK_CAP = 50  # largest per-layer top-k of the NeMo schedule (library cap)
 _SIGMA_FLOOR = 1e-6
 
@@ -47,6 +47,134 @@ def _model_device(model, default="cpu"):
     return torch.device(default)
 
 
+def _as_module(model):
+    """The torch module behind a model a user holds.
+
+    A ``torch.nn.Module`` (a ``transformers`` ``PreTrainedModel`` included) is itself; a
+    fitted :class:`~sklearn_cispa.language.TransformerLanguageModel` gives its
+    ``model_``, a fitted :class:`~sklearn_cispa.language.CharMLPLanguageModel` its
+    ``module_``.
+    """
+    if isinstance(model, nn.Module):
+        return model
+    for attr in ("model_", "module_"):
+        inner = getattr(model, attr, None)
+        if isinstance(inner, nn.Module):
+            return inner
+    raise TypeError(
+        "model must be a torch.nn.Module (a transformers PreTrainedModel included) or a "
+        "fitted TransformerLanguageModel / CharMLPLanguageModel; got "
+        f"{type(model).__name__}" + (" (not fitted)" if hasattr(model, "fit") else "") + "."
+    )
+
+
+def _is_hf(module):
+    return hasattr(module, "config") and hasattr(module, "get_input_embeddings")
+
+
+def _vocab_size(module):
+    """Number of token ids the module accepts, when it says (None otherwise)."""
+    if _is_hf(module):
+        return int(module.get_input_embeddings().num_embeddings)
+    n = getattr(module, "n_vocab", None)
+    return int(n) if isinstance(n, int) else None
+
+
+def _forward(module, x):
+    """Logits of a forward pass: plain tensors, or the ``.logits`` of a ModelOutput."""
+    if _is_hf(module) and not torch.is_floating_point(x):
+        out = module(input_ids=x, attention_mask=torch.ones_like(x))
+    else:
+        out = module(x)
+    if hasattr(out, "logits"):
+        out = out.logits
+    elif isinstance(out, (tuple, list)):
+        out = out[0]
+    if not torch.is_tensor(out):
+        raise TypeError(
+            "the model's forward must return logits (a tensor) or an object with "
+            f"`.logits`; got {type(out).__name__}."
+        )
+    return out
+
+
+def _is_activation(module):
+    if isinstance(module, _ACTIVATIONS):
+        return True
+    # transformers' own activation modules (NewGELUActivation, GELUActivation, ...)
+    return type(module).__module__.startswith("transformers.activations")
+
+
+def _is_linear(module):
+    # nn.Linear, and transformers' Conv1D of GPT-2 (a Linear with transposed weights)
+    return isinstance(module, nn.Linear) or type(module).__name__ == "Conv1D"
+
+
+def _mlp_activations(module):
+    """Names of the activation modules of MLP blocks, in registration order.
+
+    An activation counts when it directly follows a Linear among the leaves (window
+    MLPs, ``nn.Sequential``) or when its parent module holds Linear layers (the MLP
+    blocks of GPT-2, GPT-NeoX, OPT, LLaMA/Qwen/Mistral and Phi, whose activation is
+    registered after the projections).
+    """
+    names, prev = [], None
+    children = {name: list(m.children()) for name, m in module.named_modules()}
+    for name, m in module.named_modules():
+        if len(children[name]) > 0:
+            continue  # containers are not layers
+        parent = name.rsplit(".", 1)[0] if "." in name else ""
+        siblings = children.get(parent, [])
+        if _is_activation(m) and (_is_linear(prev) or any(_is_linear(c) for c in siblings)):
+            names.append(name)
+        prev = m
+    return names
+
+
+def _layer_widths(module, layers):
+    """Output width of each named submodule: from its parameters, else by one probe pass
+    on a single token (None where neither tells)."""
+    modules = dict(module.named_modules())
+    widths = {}
+    for name in layers:
+        m = modules[name]
+        width = getattr(m, "out_features", None) or getattr(m, "nf", None)
+        widths[name] = int(width) if isinstance(width, int) else None
+    unknown = {n: modules[n] for n, w in widths.items() if w is None}
+    if unknown:
+        try:
+            with _eval_mode(module), torch.no_grad(), _recording(unknown) as rec:
+                dev = _model_device(module)
+                _forward(module, torch.zeros((1, 1), dtype=torch.long, device=dev))
+            for n, r in rec.items():
+                if r.outputs:
+                    widths[n] = int(r.outputs[0].shape[-1])
+        except Exception:  # noqa: BLE001 - a model that takes no token ids: check lazily
+            pass
+    return widths
+
+
+def _check_ids(module, ids, name):
+    n = _vocab_size(module)
+    if n is not None and ids.size and (ids.min() < 0 or ids.max() >= n):
+        raise ValueError(
+            f"{name}: token ids must lie in [0, {n}) (the model's vocabulary); got ids "
+            f"from {int(ids.min())} to {int(ids.max())}."
+        )
+
+
+def _check_verdict(answer):
+    """The oracle's answer as a bool, or a clear error."""
+    if isinstance(answer, (bool, np.bool_)):
+        return bool(answer)
+    if torch.is_tensor(answer) and answer.numel() == 1 and answer.dtype == torch.bool:
+        return bool(answer)
+    raise TypeError(
+        "the oracle must return a bool (True: still memorised); got "
+        f"{type(answer).__name__}: {answer!r}."
+    )
+
+
 def _as_ids(ids, name):
     arr = np.asarray(ids)
     if arr.ndim != 1 or arr.size == 0:
@@ -62,11 +190,12 @@ def _as_ids(ids, name):
 def _next_logits(model, ids, device):
     """Next-token logits (vocab,) of a 1-D id sequence, for window or sequence models."""
     x = torch.as_tensor(np.asarray(ids, dtype=np.int64)[None, :], device=device)
-    out = model(x)
+    out = _forward(model, x)
     return out[0, -1] if out.ndim == 3 else out[0]
 
 
 def _greedy_decode(model, prefix, n_tokens):
+    model = _as_module(model)
     device = _model_device(model)
     seq = [int(i) for i in prefix]
     out = []
@@ -86,7 +215,7 @@ def _greedy_decode(model, prefix, n_tokens):
 
 @validate_params(
     {
-        "model": [HasMethods(["forward", "register_forward_hook"])],
+        "model": "no_validation",  # a module or a fitted language model (_as_module)
         "prefix_ids": ["array-like"],
         "target_ids": ["array-like"],
         "match": [StrOptions({"exact"}), Interval(numbers.Real, 0, 1, closed="both")],
@@ -98,11 +227,14 @@ def greedy_extraction_oracle(model, prefix_ids, target_ids, match="exact"):
 
     Parameters
     ----------
-    model : torch.nn.Module
+    model : torch.nn.Module, transformers model or fitted language model
         Maps token ids of shape ``(1, length)`` to next-token logits, either
         ``(1, vocab)`` (a window model) or ``(1, length, vocab)`` (a sequence model, whose
-        last position is used). Run in eval mode without gradients; active forward hooks
-        (a :class:`NeuronMask`) apply.
+        last position is used); a forward that returns an object with ``.logits`` (a
+        ``transformers`` ``ModelOutput``) works too, and a fitted
+        ``TransformerLanguageModel`` or ``CharMLPLanguageModel`` stands for its module.
+        Run in eval mode without gradients; active forward hooks (a :class:`NeuronMask`)
+        apply.
     prefix_ids : array-like of shape (n_prefix,)
         Token ids of the prompt.
     target_ids : array-like of shape (n_target,)
@@ -128,9 +260,12 @@ def greedy_extraction_oracle(model, prefix_ids, target_ids, match="exact"):
     >>> greedy_extraction_oracle(Next(), [0, 1], [2, 0, 4], match=0.6)
     True
     """
+    module = _as_module(model)
     prefix = _as_ids(prefix_ids, "prefix_ids")
     target = _as_ids(target_ids, "target_ids")
-    decoded = np.asarray(_greedy_decode(model, prefix, len(target)))
+    _check_ids(module, prefix, "prefix_ids")
+    _check_ids(module, target, "target_ids")
+    decoded = np.asarray(_greedy_decode(module, prefix, len(target)))
     if match == "exact":
         return bool(np.array_equal(decoded, target))
     return bool(np.mean(decoded == target) >= match)
@@ -146,13 +281,19 @@ class NeuronMask:
 
     Parameters
     ----------
-    model : torch.nn.Module
-        The model whose submodules' outputs are rescaled.
+    model : torch.nn.Module, transformers model or fitted language model
+        The model whose submodules' outputs are rescaled (a fitted
+        ``TransformerLanguageModel`` or ``CharMLPLanguageModel`` stands for its module).
+        No hook is left behind when the mask cannot be built.
     neurons : list of (str, int)
         ``(layer, unit)`` pairs: a submodule name of ``model`` (as in
         ``model.named_modules()``) and an index of the last dimension of its output.
     scale : float, default=0.0
         Multiplier of the selected units; 0 deactivates them.
+    widths : dict of str to int, default=None
+        Units per layer, to validate ``neurons`` against; None reads them from the
+        layers' parameters or from one forward pass on a single token (a model that
+        takes no token ids is checked at its first forward pass instead).
 
     Attributes
     ----------
@@ -177,9 +318,9 @@ class NeuronMask:
     (False, True)
     """
 
-    def __init__(self, model, neurons, scale=0.0):
-        if not isinstance(model, nn.Module):
-            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}.")
+    def __init__(self, model, neurons, scale=0.0, widths=None):
+        self._handles = []
+        model = _as_module(model)
         scale = float(scale)
         if not np.isfinite(scale):
             raise ValueError(f"scale must be finite, got {scale}.")
@@ -187,7 +328,14 @@ class NeuronMask:
         by_layer = {}
         clean = []
         for pair in neurons:
-            layer, unit = pair
+            try:
+                layer, unit = pair
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"neurons: each entry must be a (layer, unit) pair, got {pair!r}."
+                ) from exc
+            if isinstance(unit, bool) or not isinstance(unit, numbers.Integral):
+                raise ValueError(f"neurons: unit indices must be integers, got {unit!r}.")
             layer, unit = str(layer), int(unit)
             if layer not in modules:
                 raise ValueError(f"neurons: model has no submodule named {layer!r}.")
@@ -195,14 +343,25 @@ class NeuronMask:
                 raise ValueError(f"neurons: unit indices must be >= 0, got {unit}.")
             by_layer.setdefault(layer, set()).add(unit)
             clean.append((layer, unit))
+        widths = dict(widths) if widths is not None else _layer_widths(model, list(by_layer))
+        for layer, units in by_layer.items():
+            width = widths.get(layer)
+            if width is not None and max(units) >= width:
+                raise ValueError(
+                    f"neurons: unit {max(units)} is out of range for layer {layer!r}, "
+                    f"which has {width} units."
+                )
         self.neurons = sorted(set(clean))
         self.scale = scale
-        self._handles = []
-        for layer, units in by_layer.items():
-            idx = torch.as_tensor(sorted(units), dtype=torch.long)
-            self._handles.append(
-                modules[layer].register_forward_hook(_ScaleHook(idx, scale))
-            )
+        try:
+            for layer, units in by_layer.items():
+                idx = torch.as_tensor(sorted(units), dtype=torch.long)
+                self._handles.append(
+                    modules[layer].register_forward_hook(_ScaleHook(idx, scale))
+                )
+        except BaseException:
+            self.remove()
+            raise
 
     @property
     def active(self):
@@ -296,17 +455,24 @@ class CriticalNeuronLocator(BaseEstimator):
 
     Parameters
     ----------
-    model : torch.nn.Module
+    model : torch.nn.Module, transformers model or fitted language model
         Maps token ids of shape ``(batch, length)`` to next-token logits of shape
         ``(batch, vocab)`` (a window model, which predicts the token after the sequence)
-        or ``(batch, length, vocab)`` (a sequence model). It is run in eval mode; its
-        training flags are restored afterwards. For :class:`CharMLPLanguageModel`, pass
-        its ``module_``.
+        or ``(batch, length, vocab)`` (a sequence model); a forward that returns an
+        object with ``.logits`` (a ``transformers`` ``ModelOutput``) works too. A fitted
+        ``TransformerLanguageModel`` stands for its ``model_``, a fitted
+        ``CharMLPLanguageModel`` for its ``module_``. It is run in eval mode; its
+        training flags are restored afterwards.
     layers : "auto" or list of str, default="auto"
-        Hooked submodules. ``"auto"`` hooks every activation module (ReLU, GELU, SiLU)
-        that directly follows a ``Linear`` in registration order (the hidden units of
-        MLP blocks). A list of names (from ``model.named_modules()``) hooks exactly
-        those outputs. A unit is one index of the last output dimension.
+        Hooked submodules. ``"auto"`` hooks the activation modules of MLP blocks: every
+        activation module (ReLU, GELU, SiLU, Mish, or one of ``transformers.activations``)
+        that directly follows a ``Linear`` in registration order or whose parent holds
+        Linear layers (GPT-2's ``mlp.act``, GPT-NeoX's ``mlp.act``, OPT's
+        ``activation_fn``, LLaMA/Qwen/Mistral's ``mlp.act_fn``, Phi's
+        ``mlp.activation_fn``); ``layers_`` lists the choice, and the error says why
+        when there is none. A list of names (from ``model.named_modules()``, of the
+        module behind a fitted language model) hooks exactly those outputs. A unit is
+        one index of the last output dimension.
     signed : bool, default=True
         True scores ``(a - mu) / sigma``: units firing unusually high. False scores
         ``|a - mu| / sigma`` (NeMo's outlier score).
@@ -405,7 +571,7 @@ class CriticalNeuronLocator(BaseEstimator):
     """
 
     _parameter_constraints = {
-        "model": [HasMethods(["forward", "register_forward_hook"])],
+        "model": "no_validation",  # a module or a fitted language model (_as_module)
         "layers": [StrOptions({"auto"}), list, tuple],
         "signed": ["boolean"],
         "aggregate": [StrOptions({"max", "mean_abs"})],
@@ -463,20 +629,22 @@ class CriticalNeuronLocator(BaseEstimator):
 
     # -------------------------------------------------------------- hooks and passes
     def _hooked_modules(self):
-        modules = dict(self.model.named_modules())
+        module = self._module
+        modules = dict(module.named_modules())
         if isinstance(self.layers, str):  # "auto"
-            names, prev = [], None
-            for name, module in self.model.named_modules():
-                if len(list(module.children())) > 0:
-                    continue  # containers are not layers
-                if isinstance(module, _ACTIVATIONS) and isinstance(prev, nn.Linear):
-                    names.append(name)
-                prev = module
+            names = _mlp_activations(module)
             if not names:
+                found = sorted({type(m).__name__ for m in modules.values()
+                                if _is_activation(m)})
+                why = (f"its activation modules ({', '.join(found)}) have no Linear "
+                       "layer beside or before them" if found else
+                       "it has no activation module (ReLU, GELU, SiLU or one of "
+                       "transformers.activations); a functional activation cannot be hooked")
                 raise ValueError(
-                    "layers='auto' found no activation module (ReLU, GELU, SiLU) directly "
-                    "after a Linear layer in the model; pass the submodule names in "
-                    "`layers`."
+                    f"layers='auto' found no activation module of an MLP block in "
+                    f"{type(module).__name__}: "
+                    f"{why}. Pass the submodule names in `layers` (names from "
+                    "model.named_modules())."
                 )
             return {n: modules[n] for n in names}
         names = [str(n) for n in self.layers]
@@ -490,7 +658,7 @@ class CriticalNeuronLocator(BaseEstimator):
     def _to_tensor(self, X, device):
         if X.dtype.kind in "iub":
             return torch.tensor(X.astype(np.int64), device=device)
-        dtype = next((p.dtype for p in self.model.parameters()), torch.float64)
+        dtype = next((p.dtype for p in self._module.parameters()), torch.float64)
         return torch.tensor(X, device=device).to(dtype)
 
     def _activations(self, modules, x):
@@ -500,11 +668,11 @@ class CriticalNeuronLocator(BaseEstimator):
         one pass; a window model (output of x's rank) is run on every prefix x[:, :j].
         """
         with _recording(modules) as rec:
-            out = self.model(x)
+            out = _forward(self._module, x)
             sequence = out.ndim == x.ndim + 1
             if not sequence and x.ndim == 2 and x.shape[1] > 1:
                 for j in range(1, x.shape[1]):
-                    self.model(x[:, :j])
+                    _forward(self._module, x[:, :j])
         acts = {}
         for name, r in rec.items():
             if sequence:
@@ -534,11 +702,12 @@ class CriticalNeuronLocator(BaseEstimator):
         self : CriticalNeuronLocator
             The fitted locator.
         """
-        if not isinstance(self.model, nn.Module):
-            raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}.")
+        self._module = _as_module(self.model)
         X = validate_data(self, X, dtype="numeric")
+        if X.dtype.kind in "iub":
+            _check_ids(self._module, X, "X")
         device = resolve_device(self.device)
-        model_dev = _model_device(self.model, device)
+        model_dev = _model_device(self._module, device)
         if torch.device(device) != model_dev and not (
             torch.device(device).type == model_dev.type == "cuda"
         ):
@@ -550,7 +719,7 @@ class CriticalNeuronLocator(BaseEstimator):
         modules = self._hooked_modules()
         count, mean, m2 = 0, {}, {}
         # overflowing moments are caught below as non-finite statistics (a ValueError)
-        with _eval_mode(self.model), torch.no_grad(), np.errstate(over="ignore",
+        with _eval_mode(self._module), torch.no_grad(), np.errstate(over="ignore",
                                                                   invalid="ignore"):
             for start in range(0, X.shape[0], int(self.batch_size)):
                 x = self._to_tensor(X[start:start + int(self.batch_size)], device)
@@ -591,17 +760,17 @@ class CriticalNeuronLocator(BaseEstimator):
     # -------------------------------------------------------------- scores
     def _target_activations(self, prefix, target):
         """Activations (t, units) at the positions that predict the t target tokens."""
-        modules = {n: dict(self.model.named_modules())[n] for n in self.layers_}
-        device = _model_device(self.model)
+        modules = {n: dict(self._module.named_modules())[n] for n in self.layers_}
+        device = _model_device(self._module)
         full = np.concatenate([prefix, target[:-1]])
         x = torch.as_tensor(full[None, :], device=device)
         t = len(target)
-        with _eval_mode(self.model), torch.no_grad(), _recording(modules) as rec:
-            out = self.model(x)
+        with _eval_mode(self._module), torch.no_grad(), _recording(modules) as rec:
+            out = _forward(self._module, x)
             sequence = out.ndim == x.ndim + 1
             if not sequence:
                 for j in range(t - 1):
-                    self.model(x[:, :len(prefix) + j])
+                    _forward(self._module, x[:, :len(prefix) + j])
         acts = {}
         for name, r in rec.items():
             if sequence:
@@ -633,13 +802,16 @@ class CriticalNeuronLocator(BaseEstimator):
         return greedy_extraction_oracle if self.oracle is None else self.oracle
 
     def _memorized_under(self, neurons, prefix, target, scale):
-        with NeuronMask(self.model, neurons, scale), _eval_mode(self.model):
-            return bool(self._oracle()(self.model, prefix, target))
+        with NeuronMask(self._module, neurons, scale, widths=self.n_units_), \
+                _eval_mode(self._module):
+            return _check_verdict(self._oracle()(self.model, prefix, target))
 
     def _localize_one(self, prefix, target, scale):
         oracle = self._oracle()
-        with _eval_mode(self.model):
-            memorized = bool(oracle(self.model, prefix, target))
+        _check_ids(self._module, prefix, "prefixes[i]")
+        _check_ids(self._module, target, "targets[i]")
+        with _eval_mode(self._module):
+            memorized = _check_verdict(oracle(self.model, prefix, target))
         calls = 1
         result = dict(neurons=[], memorized_before=memorized, localized=False, theta=None,
                       n_initial=0, n_oracle_calls=calls, z={})
@@ -788,7 +960,8 @@ class CriticalNeuronLocator(BaseEstimator):
         """
         check_is_fitted(self)
         neurons = self.neurons_ if neurons is None else list(neurons)
-        return NeuronMask(self.model, neurons, self.scale if scale is None else scale)
+        return NeuronMask(self._module, neurons, self.scale if scale is None else scale,
+                          widths=self.n_units_)
 
     def random_control(self, neurons, random_state=None):
         """A matched random control: as many random units per layer as in ``neurons``.
