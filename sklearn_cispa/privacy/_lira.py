@@ -2,17 +2,25 @@
 
 import hashlib
 import numbers
+import pickle
 import sys
 import warnings
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
+import scipy.sparse as sp
+from joblib.parallel import get_active_backend
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.metrics import roc_auc_score, roc_curve
-from sklearn.utils import ClassifierTags
+from sklearn.utils import ClassifierTags, _safe_indexing, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (
+    _num_samples,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 from threadpoolctl import threadpool_limits
 
 from sklearn_cispa.metrics import tpr_at_fpr
@@ -38,6 +46,20 @@ _N_JOBS = [
 # ----------------------------------------------------------------------------------
 # statistics of one fitted model (module level, so every joblib backend can ship them)
 # ----------------------------------------------------------------------------------
+def _class_columns(model_classes, classes):
+    """Column of each of ``model_classes`` among ``classes`` (by label equality)."""
+    lookup = {c: i for i, c in enumerate(np.asarray(classes).tolist())}
+    try:
+        cols = [lookup[c] for c in np.asarray(model_classes).tolist()]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"The model has classes {np.asarray(model_classes)!r} that are not among the "
+            f"pool's classes {np.asarray(classes)!r}; the target (and every reference) must "
+            "be trained on labels of the pool."
+        ) from None
+    return np.asarray(cols, dtype=np.intp)
+
+
 def _aligned_proba(model, X, classes):
     """``predict_proba`` with columns aligned to ``classes`` by label (0 if unseen)."""
     proba = np.asarray(model.predict_proba(X), dtype=np.float64)
@@ -52,11 +74,7 @@ def _aligned_proba(model, X, classes):
     model_classes = np.asarray(model_classes)
     if model_classes.shape[0] != proba.shape[1]:
         raise ValueError("The model's classes_ do not match its predict_proba columns.")
-    cols = np.clip(np.searchsorted(classes, model_classes), 0, classes.shape[0] - 1)
-    if not np.array_equal(classes[cols], model_classes):
-        raise ValueError(
-            f"The model has classes {model_classes!r} outside the pool's classes {classes!r}."
-        )
+    cols = _class_columns(model_classes, classes)
     out = np.zeros((proba.shape[0], classes.shape[0]))
     out[:, cols] = proba
     return out
@@ -72,7 +90,9 @@ def _aligned_logits(model, X, classes):
                 "both have 2 classes."
             )
         return z
-    if not np.array_equal(model_classes, classes):
+    if model_classes.shape != classes.shape or not np.all(
+        _class_columns(model_classes, classes) == np.arange(classes.shape[0])
+    ):
         raise ValueError(
             "The model did not see every class of the pool and returns logits; their "
             "columns cannot be aligned. Give an estimator with predict_proba."
@@ -80,13 +100,23 @@ def _aligned_logits(model, X, classes):
     return z
 
 
+def _label_codes(y, classes):
+    """Index of each label of ``y`` in ``classes`` (by equality: 1.0 finds 1)."""
+    lookup = {c: i for i, c in enumerate(np.asarray(classes).tolist())}
+    codes = np.fromiter((lookup.get(v, -1) for v in np.asarray(y).tolist()),
+                        dtype=np.intp, count=len(y))
+    return codes
+
+
 def _statistic_one_view(model, X, y, classes, statistic):
     if callable(statistic):
         return np.asarray(statistic(model, X, y), dtype=np.float64)
+    if statistic == "score_samples":
+        return np.asarray(model.score_samples(X), dtype=np.float64)
     use_proba = hasattr(model, "predict_proba")
+    cols = _label_codes(y, classes)
     if use_proba:
         proba = _aligned_proba(model, X, classes)
-        cols = np.searchsorted(classes, y)
         unseen = proba[np.arange(len(y)), cols] == 0
         model_classes = getattr(model, "classes_", None)
         if model_classes is not None and len(model_classes) < len(classes) and np.any(unseen):
@@ -99,15 +129,14 @@ def _statistic_one_view(model, X, y, classes, statistic):
         if statistic == "loss":
             p_y = proba[np.arange(len(y)), cols]
             return np.log(p_y + _EPS)
-        return logit_confidence(proba=proba, y=y, classes=classes)
+        return logit_confidence(proba=proba, y=cols, classes=np.arange(classes.shape[0]))
     z = _aligned_logits(model, X, classes)
     if statistic == "loss":
         if z.ndim == 1:
-            s = np.where(y == classes[1], z, -z)
+            s = np.where(cols == 1, z, -z)
             return -np.logaddexp(0.0, -s)
-        cols = np.searchsorted(classes, y)
         return z[np.arange(len(y)), cols] - np.logaddexp.reduce(z, axis=1)
-    return logit_confidence(logits=z, y=y, classes=classes)
+    return logit_confidence(logits=z, y=cols, classes=np.arange(classes.shape[0]))
 
 
 def _views(X, augment, n_augment, aug_seed):
@@ -120,9 +149,15 @@ def _model_stats(model, X, y, classes, spec):
     """Statistic of a fitted model on (X, y), shape (n, n_augment), float64."""
     statistic, augment, n_augment, aug_seed = spec
     cols = []
+    n_rows = _num_samples(X)
     for view in _views(X, augment, n_augment, aug_seed):
         s = _statistic_one_view(model, view, y, classes, statistic)
-        cols.append(s.reshape(len(y), -1))
+        if s.ndim == 0 or s.ndim > 2 or s.shape[0] != n_rows:
+            raise ValueError(
+                f"The statistic returned an array of shape {s.shape} for {n_rows} rows; "
+                "it must have shape (n_rows,) or (n_rows, n_augment)."
+            )
+        cols.append(s.reshape(n_rows, -1))
     stats = np.concatenate(cols, axis=1)
     if stats.shape[1] != n_augment:
         raise ValueError(
@@ -142,42 +177,132 @@ def _uses_torch(estimator):
     return any(type(o).__module__.split(".")[0] in {"skorch", "torch"} for o in objects)
 
 
-def _train_one(estimator, X, y, rows, seed, classes, spec, keep_model, limit_threads):
-    """Fit one reference (or target) model on ``X[rows]`` and compute its statistics."""
+@contextmanager
+def _torch_threads(n_threads):
+    """Limit torch's intra-op threads to ``n_threads`` (restored on exit)."""
+    torch = sys.modules.get("torch")
+    if torch is None or n_threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n_threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _train_one(estimator, X, y, rows, seed, classes, spec, keep_model, n_threads):
+    """Fit one reference (or target) model on the pool rows ``rows`` (a boolean mask,
+    by position) and compute its statistics on the whole pool.
+
+    ``n_threads``: None in the calling process; in a parallel task the number of BLAS,
+    OpenMP and torch threads the task may use."""
     names = [k for k in estimator.get_params(deep=True) if k.endswith("random_state")]
     model = clone(estimator)
     if names:
         model.set_params(**dict.fromkeys(names, int(seed)))
-    limits = threadpool_limits(1) if limit_threads else nullcontext()
+    limits = threadpool_limits(n_threads) if n_threads is not None else nullcontext()
     if _uses_torch(estimator):
         from sklearn_cispa.utils import torch_rng_context
 
         seeding = torch_rng_context(int(seed))
     else:
         seeding = nullcontext()
-    with limits, seeding, warnings.catch_warnings(record=True) as caught:
+    positions = np.flatnonzero(rows)
+    X_train = _safe_indexing(X, positions)
+    with limits, _torch_threads(n_threads), seeding, \
+            warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(X[rows], y[rows])
+        if y is None:
+            model.fit(X_train)
+        else:
+            model.fit(X_train, y[positions])
         stats = _model_stats(model, X, y, classes, spec)
     # the warnings travel back with the result and are shown once by the caller
     messages = [(w.category, str(w.message)) for w in caught]
     return stats.astype(np.float32), (model if keep_model else None), messages
 
 
-def _row_keys(X, codes):
-    """One 16-byte digest per (row bytes, label), the label as its index in classes_.
+def _digest(*parts):
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(part)
+    return h.digest()
 
-    The index, not the label's repr, so that the label 1 and the label 1.0 (a pool
-    fitted with integer labels, queried with a float column) give the same key.
+
+def _element_bytes(value):
+    """Bytes that identify one row that is not a numeric array row (a document, an
+    object): strings by their UTF-8 text, anything else by its pickle."""
+    if isinstance(value, str):
+        return b"s" + value.encode("utf-8", "surrogatepass")
+    if isinstance(value, bytes):
+        return b"b" + value
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+        return b"a" + np.ascontiguousarray(value, dtype=np.float64).tobytes()
+    return b"p" + pickle.dumps(value, protocol=4)
+
+
+def _row_digests(X, float_dtype=None):
+    """One 16-byte digest per row of ``X``, from its content (never as floats unless
+    the rows are numeric arrays).
+
+    Numeric arrays (any number of dimensions: a row may be an image) are hashed by the
+    bytes of each row cast to ``float_dtype`` (the pool's float type, so a float64 query
+    of a float32 pool matches) and then to float64; sparse rows by their sorted indices
+    and values; DataFrame rows by pandas' row hash; any other sequence (documents,
+    objects) element by element (:func:`_element_bytes`).
     """
-    X = np.ascontiguousarray(X)
-    codes = np.asarray(codes, dtype=np.int64)
-    out = np.empty(X.shape[0], dtype="S16")
-    for i in range(X.shape[0]):
-        h = hashlib.blake2b(X[i].tobytes(), digest_size=16)
-        h.update(int(codes[i]).to_bytes(8, "little", signed=True))
-        out[i] = h.digest()
+    n = _num_samples(X)
+    out = np.empty(n, dtype="S16")
+    if sp.issparse(X):
+        X = sp.csr_array(X, copy=True)
+        X.sum_duplicates()
+        X.sort_indices()
+        width = np.int64(X.shape[1]).tobytes()
+        for i in range(n):
+            lo, hi = X.indptr[i], X.indptr[i + 1]
+            out[i] = _digest(width, X.indices[lo:hi].astype(np.int64).tobytes(),
+                             X.data[lo:hi].astype(np.float64).tobytes())
+        return out
+    if hasattr(X, "iloc") and hasattr(X, "columns"):
+        import pandas as pd
+
+        hashed = pd.util.hash_pandas_object(X, index=False).to_numpy(dtype=np.uint64)
+        names = "\x1f".join(map(str, X.columns)).encode()
+        for i in range(n):
+            out[i] = _digest(names, hashed[i].tobytes())
+        return out
+    arr = None
+    if isinstance(X, np.ndarray) or not isinstance(X, (list, tuple)) or (
+        n and not isinstance(X[0], (str, bytes))
+    ):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                arr = np.asarray(X)
+        except (ValueError, TypeError):
+            arr = None
+    if arr is not None and arr.dtype.kind in "biufc" and arr.ndim >= 1:
+        if float_dtype is not None and arr.dtype.kind != "c":
+            arr = arr.astype(float_dtype, copy=False)
+        arr = np.ascontiguousarray(arr.reshape(n, -1), dtype=(
+            np.complex128 if arr.dtype.kind == "c" else np.float64))
+        for i in range(n):
+            out[i] = _digest(arr[i].tobytes())
+        return out
+    rows = arr if arr is not None and arr.ndim == 1 else X
+    for i in range(n):
+        out[i] = _digest(_element_bytes(rows[i]))
     return out
+
+
+def _pool_float_dtype(X):
+    """float32 for a float32 array pool, else float64 (the dtype queries are cast to)."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and np.dtype(dtype) == np.float32:
+        return np.float32
+    return np.float64
 
 
 def _balanced_keep(n_models, n_pool, rng):
@@ -203,8 +328,11 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator object
         Classifier with ``fit`` and ``predict_proba`` or ``decision_function``
-        (multiclass logits or a binary logit); a ``Pipeline`` or a skorch
-        ``NeuralNetClassifier`` works. It is cloned for every model; every parameter
+        (multiclass logits or a binary logit), or a model with ``fit(X)`` and
+        ``score_samples(X)`` such as a language model; a ``Pipeline`` (a
+        ``TfidfVectorizer`` on documents, a ``ColumnTransformer`` on a DataFrame) or a
+        skorch ``NeuralNetClassifier`` works. It receives the pool rows as given
+        (``fit`` never converts ``X``). It is cloned for every model; every parameter
         whose name ends in ``random_state`` gets the model's own seed (torch-based
         estimators are also fitted inside a seeded torch RNG context).
     n_reference : int, default=64
@@ -227,11 +355,16 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     offline_test : {"one-sided", "two-sided"}, default="one-sided"
         Offline test: the paper's one-sided z-value or the reference code's negated
         Gaussian log-density.
-    statistic : {"logit", "loss"} or callable, default="logit"
+    statistic : {"auto", "logit", "loss", "score_samples"} or callable, default="auto"
         "logit": logit-scaled confidence of the true class (see
         :func:`logit_confidence`); "loss": minus the cross-entropy of the true class;
-        a callable ``(fitted_model, X, y) -> (n,) or (n, n_augment)``, higher = more
-        member-like.
+        "score_samples": the model's own ``score_samples(X)`` (for a language model such
+        as :class:`~sklearn_cispa.language.TransformerLanguageModel`, the mean token
+        log-likelihood of each document: minus its per-sequence loss, the statistic of
+        Hayes et al.); "auto": "logit" for an estimator with ``predict_proba`` or
+        ``decision_function``, else "score_samples"; a callable
+        ``(fitted_model, X, y) -> (n,) or (n, n_augment)`` (``y`` is None when not
+        given), higher = more member-like.
     augment : callable or None, default=None
         ``(X, rng) -> X_view`` applied ``n_augment`` times at query time, view ``a``
         with ``numpy.random.default_rng([seed, a])`` (the same views for every model);
@@ -242,7 +375,9 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     n_jobs : int, default=None
         Models trained in parallel (joblib, through ``parallel_map``); None means 1
         unless in a ``joblib.parallel_config`` context; -1 all cores. Each parallel
-        task limits BLAS threads to 1 and sets the clones' own ``n_jobs`` to 1.
+        task limits BLAS, OpenMP and torch threads to 1 (or to the
+        ``inner_max_num_threads`` of an active ``joblib.parallel_config``) and sets the
+        clones' own ``n_jobs`` to 1.
     random_state : int, RandomState instance or None, default=None
         Seeds the keep design, the augmentation views and one seed per model, all
         drawn up front, so results do not depend on ``n_jobs`` or the backend.
@@ -277,10 +412,13 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         Training-set membership of the targets.
     target_stats_ : ndarray of float32, shape (n_targets, n_pool, n_augment)
         The targets' statistics.
+    statistic_ : str or callable
+        The statistic in use ("auto" resolved).
     classes_ : ndarray of shape (n_classes,)
-        Labels of the pool.
+        Labels of the pool (only when ``fit`` was given ``y``).
     n_features_in_ : int
-        Number of features of the pool.
+        Number of features of the pool (only when ``X`` has a second dimension, not for
+        a list of documents).
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features, when ``X`` has string column names.
 
@@ -309,7 +447,12 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     tools split its data stratified), but it has no ``predict`` or ``score``: to tune the
     audited model, search over the wrapped estimator and pass the search as the target.
 
-    Rows of ``score_samples`` are matched to the pool by a hash of the row bytes and
+    The pool is indexed by position only: each model is fitted on
+    ``sklearn.utils._safe_indexing(X, rows)`` of the pool as given (a list of documents,
+    a DataFrame, a sparse matrix, an array of images), so rows that are documents or
+    objects are never converted to floats. Rows of ``score_samples`` are matched to the
+    pool by a hash of their content (numeric rows by their bytes as floats, strings by
+    their text, DataFrame rows by pandas' row hash, other objects by their pickle) and
     the label's index in ``classes_`` (so the label 1.0 finds a pool row labelled 1;
     pass ``index=`` to be explicit); a duplicated (row, label) pair maps to its first
     occurrence. A target is refused as a copy of a reference when its statistics on the
@@ -350,7 +493,7 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         "online": ["boolean"],
         "fix_variance": _FIX_VARIANCE,
         "offline_test": [_OFFLINE_TESTS],
-        "statistic": [StrOptions({"logit", "loss"}), callable],
+        "statistic": [StrOptions({"auto", "logit", "loss", "score_samples"}), callable],
         "augment": [callable, None],
         "n_augment": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_jobs": _N_JOBS,
@@ -368,7 +511,7 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         online=True,
         fix_variance=True,
         offline_test="one-sided",
-        statistic="logit",
+        statistic="auto",
         augment=None,
         n_augment=1,
         n_jobs=None,
@@ -394,7 +537,19 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.requires_fit = True
-        tags.target_tags.required = True
+        # labels are needed by the confidence statistics, not by "score_samples" (a
+        # language model's documents carry no labels)
+        est = self.estimator
+        unlabelled = self.statistic == "score_samples" or (
+            self.statistic == "auto"
+            and not (hasattr(est, "predict_proba") or hasattr(est, "decision_function"))
+        )
+        tags.target_tags.required = not unlabelled
+        # the pool reaches the estimator as given: it accepts what the estimator accepts
+        inner = get_tags(est).input_tags
+        tags.input_tags.sparse = inner.sparse
+        tags.input_tags.allow_nan = inner.allow_nan
+        tags.input_tags.string = inner.string
         # it audits classifiers and is fitted on labelled data, like a classifier; it has
         # no predict (see the Notes)
         tags.estimator_type = "classifier"
@@ -402,7 +557,40 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         return tags
 
     def _spec(self):
-        return (self.statistic, self.augment, self.n_augment, self._aug_seed)
+        return (self.statistic_, self.augment, self.n_augment, self._aug_seed)
+
+    def _resolve_statistic(self):
+        """The statistic in use: ``statistic`` with "auto" resolved for the estimator."""
+        est = self.estimator
+        is_classifier = hasattr(est, "predict_proba") or hasattr(est, "decision_function")
+        if callable(self.statistic):
+            return self.statistic
+        if self.statistic == "auto":
+            if is_classifier:
+                return "logit"
+            if hasattr(est, "score_samples"):
+                return "score_samples"
+            raise TypeError(
+                f"estimator {type(est).__name__} has neither predict_proba nor "
+                "decision_function (nor score_samples), so statistic='auto' has nothing to "
+                "compute; give a probabilistic classifier, a model with score_samples (a "
+                "language model) or a callable statistic."
+            )
+        if self.statistic == "score_samples":
+            if not hasattr(est, "score_samples"):
+                raise TypeError(
+                    f"statistic='score_samples' needs an estimator with score_samples; "
+                    f"{type(est).__name__} has none."
+                )
+            return "score_samples"
+        if not is_classifier:
+            raise TypeError(
+                f"estimator {type(est).__name__} has neither predict_proba nor "
+                f"decision_function, so statistic={self.statistic!r} cannot be computed; "
+                "give a probabilistic classifier, statistic='score_samples' for a model "
+                "that scores rows (a language model) or a callable statistic."
+            )
+        return self.statistic
 
     def _check_estimator(self):
         if self.augment is None and self.n_augment > 1 and not callable(self.statistic):
@@ -410,17 +598,28 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
                 f"n_augment={self.n_augment} needs an augment callable (or a callable "
                 "statistic that returns n_augment columns)."
             )
-        if callable(self.statistic):
-            return
-        if not (
-            hasattr(self.estimator, "predict_proba")
-            or hasattr(self.estimator, "decision_function")
-        ):
-            raise TypeError(
-                f"estimator {type(self.estimator).__name__} has neither predict_proba nor "
-                "decision_function, so the statistic cannot be computed; give a "
-                "probabilistic classifier or a callable statistic."
-            )
+        return self._resolve_statistic()
+
+    def _needs_labels(self):
+        return self.statistic_ in ("logit", "loss")
+
+    def _check_y(self, y, n_rows, *, fitting):
+        """Labels as a 1-d array (None when not given and not needed)."""
+        if y is None:
+            if self._needs_labels():
+                raise ValueError(
+                    f"{type(self).__name__} with statistic={self.statistic_!r} requires y "
+                    "to be passed, but the target y is None (the statistic is the "
+                    "confidence of the true label; statistic='score_samples' or a callable "
+                    "needs no labels)."
+                )
+            return None
+        y = column_or_1d(np.asarray(y), warn=True)
+        if y.shape[0] != n_rows:
+            raise ValueError(f"y has {y.shape[0]} labels for {n_rows} rows.")
+        if fitting and self._needs_labels():
+            check_classification_targets(y)
+        return y
 
     def _run(self, tasks):
         """Run the training tasks, with a progress display when verbose."""
@@ -448,32 +647,50 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         return out
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Train the reference (and target) models on random halves of the pool.
 
         Parameters
         ----------
-        X : array-like of shape (n_pool, n_features)
-            The candidate pool (float32 is kept, anything else becomes float64).
-        y : array-like of shape (n_pool,)
-            Labels of the pool.
+        X : array-like, sparse matrix, list of str or DataFrame of shape (n_pool, ...)
+            The candidate pool, in any form the estimator takes (numeric arrays of any
+            number of dimensions, documents, a DataFrame with string columns). It is
+            passed to the estimator as given, indexed by position.
+        y : array-like of shape (n_pool,), default=None
+            Labels of the pool; required when the statistic uses them ("logit",
+            "loss", and "auto" for a classifier).
 
         Returns
         -------
         self : LiRAMembershipInference
             The fitted attack.
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if self.classes_.shape[0] < 2:
+        validate_data(self, X, skip_check_array=True)
+        n_pool = _num_samples(X)
+        self.statistic_ = self._check_estimator()
+        y = self._check_y(y, n_pool, fitting=True)
+        if n_pool < 2:
             raise ValueError(
-                "LiRAMembershipInference needs a pool with at least 2 classes; the data "
-                f"contains only one class: {self.classes_[0]!r}."
+                f"The pool needs at least 2 examples; got n_samples={n_pool}."
             )
-        if X.shape[0] < 2:
-            raise ValueError(f"The pool needs at least 2 examples; got {X.shape[0]}.")
-        self._check_estimator()
+        if sp.issparse(X) and X.format not in ("csr", "csc"):
+            X = X.tocsr()  # row indexing (the models' subsets) needs CSR or CSC
+        if y is not None:
+            try:
+                self.classes_ = np.unique(y)
+            except TypeError:
+                raise ValueError(
+                    "The labels y mix types that cannot be ordered (for example str and "
+                    f"int): {sorted({type(v).__name__ for v in y.tolist()})}; give labels "
+                    "of one type."
+                ) from None
+            if self._needs_labels() and self.classes_.shape[0] < 2:
+                raise ValueError(
+                    "LiRAMembershipInference needs a pool with at least 2 classes; the "
+                    f"data contains only one class: {self.classes_[0]!r}."
+                )
+        elif hasattr(self, "classes_"):
+            del self.classes_
         n_models = self.n_reference + self.n_targets
         seeds = spawn_seeds(self.random_state, n_models + 2)
         design_rng = np.random.default_rng(seeds[0])
@@ -484,23 +701,30 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
             # IN), the IN median then comes from fewer models and is noisier, and the
             # leave-target-out AUC of a model that memorises nothing fell to 0.478 at
             # M = 8 (0.492 at M = 16) instead of 0.5
-            keep = _balanced_keep(self.n_reference, X.shape[0], design_rng)
+            keep = _balanced_keep(self.n_reference, n_pool, design_rng)
             if self.n_targets >= 2:
-                targets = _balanced_keep(self.n_targets, X.shape[0], design_rng)
+                targets = _balanced_keep(self.n_targets, n_pool, design_rng)
             else:
-                targets = design_rng.random((self.n_targets, X.shape[0])) < 0.5
+                targets = design_rng.random((self.n_targets, n_pool)) < 0.5
             keep = np.vstack([keep, targets])
         else:
-            keep = design_rng.random((n_models, X.shape[0])) < 0.5
+            keep = design_rng.random((n_models, n_pool)) < 0.5
         empty = np.flatnonzero(~keep.any(axis=1))
         if empty.size:
             raise ValueError(
-                f"The pool of {X.shape[0]} examples is too small for "
+                f"The pool of {n_pool} examples is too small for "
                 f"{n_models} models: {empty.size} model(s) would train on no example "
                 f"(design={self.design!r}). Use a larger pool (each model trains on "
                 "about half of it)."
             )
         parallel = outer_n_jobs(self.n_jobs) != 1
+        # a parallel task keeps to one BLAS/OpenMP/torch thread, or to the
+        # inner_max_num_threads of an active joblib.parallel_config
+        n_threads = None
+        if parallel:
+            backend, _ = get_active_backend()
+            n_threads = getattr(backend, "inner_max_num_threads", None) or 1
+        classes = getattr(self, "classes_", None)
         estimator = clone(self.estimator)
         inner_jobs = [
             v for k, v in estimator.get_params(deep=True).items()
@@ -514,8 +738,8 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         for m in range(n_models):
             keep_model = m >= self.n_reference or self.keep_estimators
             tasks.append(
-                (estimator, X, y, keep[m], seeds[2 + m], self.classes_, spec, keep_model,
-                 parallel)
+                (estimator, X, y, keep[m], seeds[2 + m], classes, spec, keep_model,
+                 n_threads)
             )
         results = self._run(tasks)
         seen = {}
@@ -532,7 +756,7 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         self.targets_ = [r[1] for r in results[M:]]
         self.target_keep_ = keep[M:]
         self.target_stats_ = np.stack([r[0] for r in results[M:]]) if self.n_targets else (
-            np.zeros((0, X.shape[0], self.n_augment), dtype=np.float32)
+            np.zeros((0, n_pool, self.n_augment), dtype=np.float32)
         )
         self._fit_stats = _full_fit(keep[:M], self.ref_stats_.astype(np.float64),
                                     self.fix_variance)
@@ -540,12 +764,13 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         self.mu_in_, self.mu_out_ = f["mu_in"], f["mu_out"]
         self.sigma_in_, self.sigma_out_ = f["sigma_in"], f["sigma_out"]
         self.n_in_, self.n_out_ = f["n_in"], f["n_out"]
-        self._pool_dtype = X.dtype
-        self._pool_keys = _row_keys(X, np.searchsorted(self.classes_, y))
-        first = {}
-        for i, k in enumerate(self._pool_keys.tolist()):
-            first.setdefault(k, i)
-        self._key_index = first
+        self._pool_float = _pool_float_dtype(X)
+        self._pool_digests = _row_digests(X, self._pool_float)
+        self._pool_codes = None if y is None else _label_codes(y, self.classes_)
+        self._key_index = self._index_of(self._pool_digests, self._pool_codes)
+        # rows queried without labels (a statistic that needs none) match on the row alone
+        self._digest_index = (self._key_index if y is None or self._needs_labels()
+                              else self._index_of(self._pool_digests, None))
         self._check_design_warnings()
         return self
 
@@ -560,27 +785,48 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
                 stacklevel=3,
             )
 
-    def _match_rows(self, X, y, index):
-        """Pool positions of the rows (-1 where not in the pool)."""
-        keys = _row_keys(X.astype(self._pool_dtype, copy=False),
-                         np.searchsorted(self.classes_, y))
+    @staticmethod
+    def _index_of(digests, codes):
+        """First pool position of each row digest (with its label code when given)."""
+        first = {}
+        keys = digests.tolist() if codes is None else zip(digests.tolist(), codes.tolist())
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        return first
+
+    def _match_rows(self, X, codes, index):
+        """Pool positions of the rows (-1 where not in the pool).
+
+        ``codes`` are the label codes of the rows (None when no labels were given).
+        """
+        n_rows = _num_samples(X)
+        digests = _row_digests(X, self._pool_float)
+        if codes is not None and self._pool_codes is None:
+            codes = None  # the pool has no labels to match
         if index is not None:
             index = column_or_1d(np.asarray(index))
-            if index.shape[0] != X.shape[0]:
-                raise ValueError(f"index has {index.shape[0]} entries for {X.shape[0]} rows.")
+            if index.shape[0] != n_rows:
+                raise ValueError(f"index has {index.shape[0]} entries for {n_rows} rows.")
             if not np.issubdtype(index.dtype, np.integer):
                 raise ValueError("index must hold integer pool positions.")
             n_pool = self.keep_.shape[1]
             if np.any((index < 0) | (index >= n_pool)):
                 raise ValueError(f"index must lie in [0, {n_pool}); got values outside.")
-            bad = keys != self._pool_keys[index]
+            bad = digests != self._pool_digests[index]
+            if codes is not None:
+                bad |= codes != self._pool_codes[index]
             if np.any(bad):
                 raise ValueError(
                     f"{int(bad.sum())} row(s) (with their labels) differ from the pool rows "
                     "at the given index."
                 )
             return index.astype(np.intp)
-        return np.array([self._key_index.get(k, -1) for k in keys.tolist()], dtype=np.intp)
+        if codes is None:
+            lookup = self._digest_index
+            keys = digests.tolist()
+        else:
+            lookup, keys = self._key_index, list(zip(digests.tolist(), codes.tolist()))
+        return np.array([lookup.get(k, -1) for k in keys], dtype=np.intp)
 
     def _check_not_reference(self, target, stats, idx):
         if self.estimators_ is not None and any(target is est for est in self.estimators_):
@@ -604,22 +850,22 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
                     "reference. A target must not be among the references."
                 )
 
-    def score_samples(self, X, y, target, index=None):
+    def score_samples(self, X, y=None, target=None, index=None):
         """Membership score of each row for ``target``: higher = more likely a member.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to score. Online mode needs rows of the pool; offline mode also
-            accepts other rows (all references are then OUT; needs
-            ``keep_estimators=True``).
-        y : array-like of shape (n_samples,)
-            Their labels.
+        X : array-like, list of str or DataFrame of shape (n_samples, ...)
+            Rows to score, in any form the estimator takes. Online mode needs rows of
+            the pool; offline mode also accepts other rows (all references are then
+            OUT; needs ``keep_estimators=True``).
+        y : array-like of shape (n_samples,), default=None
+            Their labels; required when the statistic uses them ("logit", "loss").
         target : estimator object
-            The fitted model under audit (never one of the references).
+            The fitted model under audit (never one of the references). Required.
         index : array-like of int, shape (n_samples,), default=None
-            Pool positions of the rows; by default rows are matched by a hash of the
-            row bytes and the label.
+            Pool positions of the rows; by default rows are matched to the pool by a
+            hash of their content (and label).
 
         Returns
         -------
@@ -628,50 +874,77 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
             log-densities offline).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        y = column_or_1d(np.asarray(y))
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} labels for {X.shape[0]} rows.")
-        unknown = ~np.isin(y, self.classes_)
-        if np.any(unknown):
-            raise ValueError(f"{int(unknown.sum())} label(s) of y are not among classes_.")
-        if not (hasattr(target, "predict_proba") or hasattr(target, "decision_function")
-                or callable(self.statistic)):
-            raise TypeError("target has neither predict_proba nor decision_function.")
-        X = X.astype(self._pool_dtype, copy=False)
-        idx = self._match_rows(X, y, index)
+        if target is None:
+            raise TypeError(
+                "score_samples needs target=, the fitted model under audit (for example "
+                "one of targets_, or a model trained apart)."
+            )
+        validate_data(self, X, reset=False, skip_check_array=True)
+        n_rows = _num_samples(X)
+        y = self._check_y(y, n_rows, fitting=False)
+        codes = None
+        if y is not None and hasattr(self, "classes_"):
+            codes = _label_codes(y, self.classes_)
+            unknown = codes < 0
+            if np.any(unknown):
+                values = sorted({repr(v) for v in y[unknown].tolist()})[:5]
+                raise ValueError(
+                    f"{int(unknown.sum())} label(s) of y are not among the pool's classes_ "
+                    f"{self.classes_!r}: {', '.join(values)}. Query with the labels the "
+                    "attack (and the target) was trained on."
+                )
+        elif y is not None and self._needs_labels():
+            raise ValueError("The attack was fitted without labels; query with y=None.")
+        if not callable(self.statistic_):
+            if self.statistic_ == "score_samples":
+                if not hasattr(target, "score_samples"):
+                    raise TypeError(
+                        "statistic='score_samples' needs a target with score_samples; "
+                        f"{type(target).__name__} has none."
+                    )
+            elif not (hasattr(target, "predict_proba") or hasattr(target, "decision_function")):
+                raise TypeError("target has neither predict_proba nor decision_function.")
+        if (self._pool_float is np.float32 and isinstance(X, np.ndarray)
+                and X.dtype.kind == "f"):
+            X = X.astype(np.float32, copy=False)  # as the pool, so a target scores alike
+        idx = self._match_rows(X, codes, index)
         missing = idx < 0
         if np.any(missing) and self.online:
             raise ValueError(
-                f"{int(missing.sum())} of {X.shape[0]} row(s) are not in the pool the attack "
+                f"{int(missing.sum())} of {n_rows} row(s) are not in the pool the attack "
                 "was fitted on; online LiRA needs pool rows (fit on a pool that contains "
                 "them, or use online=False)."
             )
         if self.estimators_ is not None and any(target is est for est in self.estimators_):
             self._check_not_reference(target, np.zeros((0, 1)), np.zeros(0, dtype=np.intp))
         # rounded like the stored statistics, so a target scores as in evaluate
-        stats = _model_stats(target, X, y, self.classes_, self._spec())
+        stats = _model_stats(target, X, y, getattr(self, "classes_", None), self._spec())
         stats = stats.astype(np.float32).astype(np.float64)
         self._check_not_reference(target, stats, idx)
-        scores = np.empty(X.shape[0])
+        scores = np.empty(n_rows)
         pos = ~missing
         if np.any(pos):
             scores[pos] = _score_from_fit(
                 self._fit_stats, stats[pos], self.online, self.offline_test, idx[pos]
             )
         if np.any(missing):
-            scores[missing] = self._score_unseen(X[missing], y[missing], stats[missing])
+            rows = np.flatnonzero(missing)
+            scores[missing] = self._score_unseen(
+                _safe_indexing(X, rows), None if y is None else y[rows], stats[missing]
+            )
         return scores
 
     def _score_unseen(self, X, y, target_stats):
         """Offline scores of rows outside the pool: every reference is OUT."""
+        n_rows = _num_samples(X)
         if self.estimators_ is None:
             raise ValueError(
-                f"{X.shape[0]} row(s) are not in the pool; scoring them needs the reference "
+                f"{n_rows} row(s) are not in the pool; scoring them needs the reference "
                 "models: fit with keep_estimators=True."
             )
+        classes = getattr(self, "classes_", None)
         ref = np.stack(
-            [_model_stats(est, X, y, self.classes_, self._spec()) for est in self.estimators_]
+            [_model_stats(est, X, y, classes, self._spec()) for est in self.estimators_]
         ).astype(np.float32).astype(np.float64)
         mu = np.median(ref, axis=0)
         pooled = self._fit_stats["pooled_out"]
@@ -681,8 +954,8 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
             sigma = self.sigma_out_
         fit = {
             "mu_in": np.full_like(mu, np.nan), "mu_out": mu, "sigma_in": sigma,
-            "sigma_out": sigma, "n_in": np.zeros(len(y), dtype=np.int64),
-            "n_out": np.full(len(y), ref.shape[0]), "pooled_out": pooled,
+            "sigma_out": sigma, "n_in": np.zeros(n_rows, dtype=np.int64),
+            "n_out": np.full(n_rows, ref.shape[0]), "pooled_out": pooled,
         }
         return _score_from_fit(fit, target_stats, False, self.offline_test)
 

@@ -144,6 +144,13 @@ def _score_from_fit(fit, target, online, offline_test, idx=None):
 
 
 def _full_fit(keep, stats, fix_variance):
+    keep = np.asarray(keep, dtype=bool)
+    if keep.all():
+        raise ValueError(
+            "No reference model left any pool example out (every entry of keep is IN), "
+            "so the OUT Gaussian cannot be estimated for any example. Each reference must "
+            "train on part of the pool only (LiRA's design: a random half)."
+        )
     fit = _gaussian_fit(keep, stats, fix_variance)
     out_values = np.where(~np.asarray(keep, bool)[:, :, None], stats, np.nan)
     with warnings.catch_warnings():
