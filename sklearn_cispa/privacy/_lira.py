@@ -617,8 +617,17 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         y = column_or_1d(np.asarray(y), warn=True)
         if y.shape[0] != n_rows:
             raise ValueError(f"y has {y.shape[0]} labels for {n_rows} rows.")
-        if fitting and self._needs_labels():
-            check_classification_targets(y)
+        if fitting:
+            try:
+                np.unique(y)
+            except TypeError:
+                raise ValueError(
+                    "The labels y mix types that cannot be ordered (for example str and "
+                    f"int): {sorted({type(v).__name__ for v in y.tolist()})}; give labels "
+                    "of one type."
+                ) from None
+            if self._needs_labels():
+                check_classification_targets(y)
         return y
 
     def _run(self, tasks):
@@ -676,14 +685,7 @@ class LiRAMembershipInference(MetaEstimatorMixin, BaseEstimator):
         if sp.issparse(X) and X.format not in ("csr", "csc"):
             X = X.tocsr()  # row indexing (the models' subsets) needs CSR or CSC
         if y is not None:
-            try:
-                self.classes_ = np.unique(y)
-            except TypeError:
-                raise ValueError(
-                    "The labels y mix types that cannot be ordered (for example str and "
-                    f"int): {sorted({type(v).__name__ for v in y.tolist()})}; give labels "
-                    "of one type."
-                ) from None
+            self.classes_ = np.unique(y)
             if self._needs_labels() and self.classes_.shape[0] < 2:
                 raise ValueError(
                     "LiRAMembershipInference needs a pool with at least 2 classes; the "
