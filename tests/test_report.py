@@ -29,6 +29,7 @@ EXPECTED_ROWS = {
     "local_sgd",
     "graphon",
     "lira",
+    "lira_lm",
     "gasp",
     "maxsup",
     "mibp",

@@ -48,6 +48,13 @@ _HELPERS = {
     # LiRAMembershipInference
     "lira_digits_audit": "_exp_lira",
     "variant_metrics": "_exp_lira",
+    # LiRAMembershipInference on language models (imports torch)
+    "bootstrap_tpr": "_lira_lm_eval",
+    "lm_lira_audit": "_lira_lm_eval",
+    "lm_lira_figures": "_lira_lm_eval",
+    "lm_lira_setting": "_lira_lm_eval",
+    "lm_pool": "_lira_lm_eval",
+    "lm_reference_model": "_lira_lm_eval",
     # neural field (imports torch)
     "digits_split": "_neural_experiments",
     "hard_problem_split": "_neural_experiments",
