@@ -39,3 +39,37 @@ def test_confounder_correction_alpha_is_unit_invariant(factor):
 def alpha_range_inside(alpha, alpha_range):
     lo, hi = alpha_range
     return lo < alpha < hi
+
+
+def _two_mechanisms():
+    from sklearn_cispa.causal import MixtureOfLinearRegressions
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, 2))
+    z = rng.rand(200) < 0.5
+    y = np.where(z, X @ [1.0, -2.0], X @ [-3.0, 1.0]) + 0.1 * rng.normal(size=200)
+    return MixtureOfLinearRegressions(n_components=2, random_state=0).fit(X, y), X, y
+
+
+def test_mixture_component_proba_matches_gaussian_posterior():
+    from scipy.stats import norm
+
+    m, X, y = _two_mechanisms()
+    logp = np.log(m.weights_) + norm.logpdf(
+        y[:, None], m.intercept_ + X @ m.coef_.T, m.sigma_
+    )
+    expected = np.exp(logp - np.logaddexp.reduce(logp, axis=1, keepdims=True))
+    np.testing.assert_allclose(m.predict_component_proba(X, y), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("factor", [1e155, 1e300])
+def test_mixture_far_outside_the_fit_is_finite(factor):
+    # the squared residuals overflow: the posterior's limit puts all the mass on the
+    # component of smallest standardised residual |X coef_c| / sigma_c (was NaN)
+    m, X, y = _two_mechanisms()
+    proba = m.predict_component_proba(X * factor, y)
+    assert np.all(np.isfinite(proba))
+    best = np.argmin(np.abs(X @ m.coef_.T) / m.sigma_, axis=1)
+    np.testing.assert_array_equal(proba, np.eye(2)[best])
+    with pytest.warns(RuntimeWarning, match="below the float range"):
+        assert m.bic(X * factor, y) == np.inf
