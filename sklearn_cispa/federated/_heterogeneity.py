@@ -7,6 +7,7 @@ import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
 from ._engine import lbfgs_minimum, least_squares_minimum, standardising_map
@@ -160,6 +161,12 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         H = float(np.max(np.linalg.eigvalsh(hessians)[:, -1]))
         theta_out = theta
     else:
+        target_type = type_of_target(y, input_name="y")
+        if target_type not in ("binary", "multiclass"):
+            raise ValueError(
+                f"loss='logistic' needs class labels in y; got a {target_type!r} target "
+                "(for example real values). Use loss='squared' for a real-valued y."
+            )
         classes, codes = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError("loss='logistic' needs at least 2 classes in y.")
