@@ -187,7 +187,14 @@ def _confounder_correction_target(problem):
             "alpha='confounder_correction' needs a non-singular covariance of the "
             "augmented X; it is singular here (collinear or constant features)."
         )
+    # Work in the units of X: with ev divided by its harmonic mean ``s`` the likelihood's
+    # argument is ``theta / s`` and the trace term is 1, so the optimiser starts from a
+    # problem of order one whatever the units (the reference's absolute tolerances
+    # otherwise stop it at the start point when X is in large units, and the selected
+    # alpha moved with the units). ``beta`` is unchanged: it depends on ``theta / s`` only.
     inv_ev = 1.0 / ev
+    harmonic = d / float(np.sum(inv_ev))
+    inv_ev = inv_ev * harmonic
     v2 = (U.T @ (h_erm / norm)) ** 2
 
     def nll(theta):
@@ -209,9 +216,10 @@ def _confounder_correction_target(problem):
             stacklevel=3,
         )
         theta = float(res.x[0]) if np.all(np.isfinite(res.x)) else 0.0
-    trace_term = float(np.sum(inv_ev)) / d
+    trace_term = float(np.sum(inv_ev)) / d  # 1 up to rounding after the normalisation
     beta = 1.0 / (1.0 + 1.0 / (0.001 + trace_term * theta))
-    return float(np.sqrt(1.0 - beta) * norm), theta, beta
+    # theta in the units of the covariance, as the reference reports it
+    return float(np.sqrt(1.0 - beta) * norm), theta * harmonic, beta
 
 
 def _pulse_alpha(problem, p_min):
@@ -381,7 +389,10 @@ class AugmentedIVRegressor(RegressorMixin, BaseEstimator):
     - ``"confounder_correction"`` evaluates the reference's angular-central-Gaussian
       likelihood (``det`` and ``sqrtm`` of ``I + theta Sigma^-1``) through one
       eigendecomposition of the covariance ``Sigma`` of the augmented ``X``, and raises
-      when ``Sigma`` is singular.
+      when ``Sigma`` is singular; ``theta`` is optimised relative to the harmonic mean of
+      the eigenvalues of ``Sigma``, so the selected alpha does not change when all of
+      ``X`` is multiplied by a constant (the reference's optimiser stops at its start
+      point when ``X`` is in large units).
 
     The augmentation must be outcome invariant for ``G`` to be a valid instrument.
     :class:`GaussianNoiseAugmentation` is not: a fit with it and a finite ``alpha_``

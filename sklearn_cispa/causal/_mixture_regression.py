@@ -9,6 +9,7 @@ below 0.05 are dropped) and the same BIC.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from scipy.special import gammaln
@@ -621,10 +622,36 @@ def k_range_bic(n_samples, n_features, max_components):
     return range(1, max(1, _max_affordable_k(n_samples, n_features, max_components)) + 1)
 
 
+def _row_loglik_parts(Z, y, B, s2, pi):
+    """``log pi_c + log N(y; Z B_c, s2_c)`` as ``ref[:, None] + rel`` without overflow.
+
+    Each row is divided by its own scale ``m = max(1, |Z_i|, |y_i|)`` before the
+    residuals are squared, and the log-densities are taken relative to the component of
+    smallest standardised residual. For rows far outside the fit (``|X|`` near 1e300) the
+    squared residuals overflow, every component's log-density is ``-inf`` and the plain
+    posterior is ``-inf - (-inf) = NaN``; here ``rel`` keeps the limit (all the mass on
+    the best component) and ``ref`` is ``-inf`` only when the row's log-likelihood is
+    below the float range. Returns ``(ref, rel)``: shapes ``(n,)`` and ``(n, k)``.
+    """
+    m = np.maximum(1.0, np.maximum(np.abs(Z).max(axis=1), np.abs(y)))
+    res = (y / m)[:, None] - (Z / m[:, None]) @ B.T
+    q = res**2 / s2[None, :]
+    a = np.log(pi) - 0.5 * (_LOG_2PI + np.log(s2))
+    rows = np.arange(len(y))
+    best = np.argmin(q, axis=1)
+    q_best = q[rows, best]
+    with np.errstate(over="ignore", invalid="ignore"):
+        m2 = m * m
+        dq = np.where(q == q_best[:, None], 0.0, (q - q_best[:, None]) * m2[:, None])
+        ref = a[best] - 0.5 * np.where(q_best == 0.0, 0.0, q_best * m2)
+    rel = a[None, :] - a[best][:, None] - 0.5 * dq
+    return ref, rel
+
+
 def posterior(Z, y, B, s2, pi):
     """Posterior component probabilities, shape (n, k)."""
-    logp = _loglik_matrix(Z, y, B, s2, pi)
-    return np.exp(logp - _logsumexp_rows(logp)[:, None])
+    _, rel = _row_loglik_parts(Z, y, B, s2, pi)
+    return np.exp(rel - _logsumexp_rows(rel)[:, None])
 
 
 def with_intercept(X):
@@ -978,7 +1005,15 @@ class MixtureOfLinearRegressions(RegressorMixin, BaseEstimator):
             ) - 0.5 * (nu + 1) * np.log1p(r2 / (nu * s2)).sum()
             df += 1
         else:
-            ll = _logsumexp_rows(_loglik_matrix(Zs, ys, std["B"], std["s2"], self.weights_))
-            ll = float(ll.sum())
+            ref, rel = _row_loglik_parts(Zs, ys, std["B"], std["s2"], self.weights_)
+            ll = float(np.sum(ref + _logsumexp_rows(rel)))
         ll = float(ll) - len(ys) * log_sd
+        if ll == -np.inf:
+            warnings.warn(
+                "The log-likelihood of (X, y) under the fitted mixture is below the float "
+                "range (the samples lie far outside the fit, for example |X| near 1e300 "
+                "after a fit in other units), so bic is +inf.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return -2.0 * ll + df * np.log(len(ys))

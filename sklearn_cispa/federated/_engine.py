@@ -369,3 +369,56 @@ def relative_objective_gap(machines, theta0, theta, fit_intercept):
         return 0.0
     scale = max(f_null - f_min, 1e-3 * gap0) if np.isfinite(f_null) else gap0
     return max(0.0, (f - f_min) / scale)
+
+
+def check_machine_labels(groups):
+    """Refuse missing machine labels (NaN or None) in ``groups``.
+
+    ``np.unique`` would make the missing entries one machine of their own, and the fit
+    would run on a machine the user never defined.
+    """
+    groups = np.asarray(groups)
+    if groups.dtype.kind == "f":
+        missing = np.isnan(groups)
+    elif groups.dtype.kind == "O":
+        missing = np.array([g is None or (isinstance(g, float) and g != g) for g in groups],
+                           dtype=bool)
+    else:
+        return groups
+    if missing.any():
+        raise ValueError(
+            f"groups holds {int(missing.sum())} missing machine label(s) (NaN or None), "
+            f"first at row {int(np.flatnonzero(missing)[0])}; give every row its machine."
+        )
+    return groups
+
+
+def groups_left_upstream(max_depth=40):
+    """Whether a scikit-learn caller up the stack holds ``groups`` that fit did not get.
+
+    Without metadata routing, ``GridSearchCV.fit(X, y, groups=g)``, ``cross_validate``
+    and the other model-selection tools give ``groups`` to the CV splitter only, so the
+    estimator's ``fit`` is called with ``groups=None``. This looks for such a caller
+    (in this process: a search that runs its fits in other processes is not seen).
+    """
+    import sys
+
+    from sklearn import get_config
+
+    if get_config().get("enable_metadata_routing", False):
+        return False  # scikit-learn routes groups (or raises when they are unrequested)
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        frame = frame.f_back
+        if frame is None:
+            return False
+        if not frame.f_globals.get("__name__", "").startswith("sklearn.model_selection"):
+            continue
+        local = frame.f_locals
+        groups = local.get("groups")
+        params = local.get("params")
+        if groups is None and isinstance(params, dict):
+            groups = params.get("groups")
+        if groups is not None:
+            return True
+    return False

@@ -7,9 +7,15 @@ import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
-from ._engine import lbfgs_minimum, least_squares_minimum, standardising_map
+from ._engine import (
+    check_machine_labels,
+    lbfgs_minimum,
+    least_squares_minimum,
+    standardising_map,
+)
 
 # sup |d^3/dz^3 log(1 + e^z)| = 1 / (6 sqrt(3)); for log-sum-exp a crude bound of 2
 _THIRD_DERIVATIVE = {"logistic": 1.0 / (6.0 * np.sqrt(3.0)), "multinomial": 2.0}
@@ -18,7 +24,7 @@ _THIRD_DERIVATIVE = {"logistic": 1.0 / (6.0 * np.sqrt(3.0)), "multinomial": 2.0}
 def _machine_designs(X, y, groups, fit_intercept):
     X = check_array(X, dtype=np.float64)
     y = column_or_1d(y)
-    groups = column_or_1d(groups)
+    groups = check_machine_labels(column_or_1d(groups))
     check_consistent_length(X, y, groups)
     if fit_intercept:
         X = np.hstack([X, np.ones((len(X), 1))])
@@ -160,6 +166,12 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
         H = float(np.max(np.linalg.eigvalsh(hessians)[:, -1]))
         theta_out = theta
     else:
+        target_type = type_of_target(y, input_name="y")
+        if target_type not in ("binary", "multiclass"):
+            raise ValueError(
+                f"loss='logistic' needs class labels in y; got a {target_type!r} target "
+                "(for example real values). Use loss='squared' for a real-valued y."
+            )
         classes, codes = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError("loss='logistic' needs at least 2 classes in y.")

@@ -20,6 +20,8 @@ from sklearn_cispa.federated._engine import (
     Machines,
     SimulateReducer,
     TorchReducer,
+    check_machine_labels,
+    groups_left_upstream,
     machine_stream,
     relative_objective_gap,
     run_local_sgd,
@@ -129,7 +131,7 @@ class _BaseLocalSGD(BaseEstimator):
             shards = [np.sort(s) for s in np.array_split(perm, self.n_machines)]
             labels = np.arange(self.n_machines)
         else:
-            groups = column_or_1d(groups, warn=True)
+            groups = check_machine_labels(column_or_1d(groups, warn=True))
             if len(groups) != n:
                 raise ValueError(
                     f"groups has {len(groups)} entries but X has {n} rows; groups must "
@@ -161,6 +163,17 @@ class _BaseLocalSGD(BaseEstimator):
                 )
             if dist.get_world_size() < 2:
                 raise ValueError("backend='torch' needs a process group of at least 2 machines.")
+        if groups is None and dist is None and groups_left_upstream():
+            warnings.warn(
+                f"{type(self).__name__}.fit got groups=None although its caller was given "
+                "groups: without metadata routing scikit-learn passes groups to the CV "
+                "splitter only, so this fit splits the rows into n_machines random (IID) "
+                "machines. To fit on your machines, enable routing: "
+                "sklearn.set_config(enable_metadata_routing=True) and "
+                "est.set_fit_request(groups=True).",
+                UserWarning,
+                stacklevel=3,
+            )
         Z = self._design(X)
         shards, labels, weights, rngs = self._shards(X, groups, dist)
         p = Z.shape[1]
@@ -328,7 +341,11 @@ _NOTES_DOC = """
     (``sklearn.set_config(enable_metadata_routing=True)`` and
     ``est.set_fit_request(groups=True)``), and a ``GroupKFold`` splitter given the same
     groups then holds out whole machines, so the score measures generalisation to
-    unseen clients. With ``groups=None`` the seeded split depends on the row order.
+    unseen clients. Without routing, scikit-learn gives a search's ``groups`` to its
+    splitter only and ``fit`` gets ``groups=None``; ``fit`` then warns (when the search
+    runs in the same process) that it splits the rows into random machines. Missing
+    labels (NaN or None) in ``groups`` raise a ``ValueError``. With ``groups=None`` the
+    seeded split depends on the row order.
 
     Departures and choices: the paper analyses convex losses in general; this is the
     linear-model case (least squares, logistic), which the paper's experiment (a

@@ -19,6 +19,7 @@ __all__ = ["CharMLPLanguageModel"]
 
 _UNK = "\ufffd"  # the unknown symbol, last entry of vocab_
 _EVAL_BATCH = 4096
+_LOG_FLOAT_MAX = float(np.log(np.finfo(np.float64).max))  # exp() of more overflows
 
 
 class _WindowLM(nn.Module):
@@ -68,6 +69,27 @@ def _softmax(logits):
     return torch.softmax(logits, dim=-1)
 
 
+def _as_document(doc, name):
+    """One document: a str (bytes are decoded) or a tuple of the symbols of a sequence."""
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, bytes):
+        return doc.decode("utf-8", errors="replace")
+    # a scalar (None, a number) is not a document: np.asarray would make it a
+    # one-symbol sequence and train or score on it without notice
+    if doc is None or not hasattr(doc, "__len__") or np.ndim(doc) == 0:
+        raise TypeError(
+            f"{name} must be a str or a sequence of symbols (a list, tuple or array row); "
+            f"got {type(doc).__name__} {doc!r}."
+        )
+    try:
+        return tuple(np.asarray(doc).ravel().tolist())
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be a str or a flat sequence of symbols; got {doc!r}."
+        ) from exc
+
+
 def _as_documents(docs):
     """A list of documents, each a str or a sequence of hashable symbols."""
     if sp.issparse(docs):
@@ -96,17 +118,11 @@ def _as_documents(docs):
                 f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is "
                 "required: every document is empty."
             )
-    out = []
-    for doc in docs:
-        if isinstance(doc, str):
-            out.append(doc)
-        elif isinstance(doc, bytes):
-            out.append(doc.decode("utf-8", errors="replace"))
-        else:
-            try:
-                out.append(tuple(np.asarray(doc).ravel().tolist()))
-            except TypeError as exc:  # pragma: no cover - unusual containers
-                raise ValueError(f"a document must be a str or a sequence, got {doc!r}") from exc
+    if docs is None or not hasattr(docs, "__iter__"):
+        raise TypeError(
+            f"docs must be a list of documents (strings); got {type(docs).__name__}."
+        )
+    out = [_as_document(doc, f"docs[{i}]") for i, doc in enumerate(docs)]
     if len(out) == 0:
         raise ValueError("docs is empty: at least one document is needed.")
     return out
@@ -169,7 +185,9 @@ class CharMLPLanguageModel(BaseEstimator):
     (the module's weights, inputs and activations), for speed. Results depend on the
     order of the documents only through the shuffled mini-batches. A fit whose final
     training loss exceeds ``log(len(vocab_))`` (the uniform guess) raises a
-    ``ConvergenceWarning``: the optimisation diverged or stalled. Token ids outside the
+    ``ConvergenceWarning``: the optimisation diverged or stalled; a fit whose training
+    loss is not finite, or so large that its perplexity overflows (above about 709
+    nats per character), raises a ``ValueError`` saying that it diverged. Token ids outside the
     vocabulary raise a ``ValueError`` in ``module_``.
 
     Examples
@@ -222,6 +240,7 @@ class CharMLPLanguageModel(BaseEstimator):
             Indices into ``vocab_``.
         """
         check_is_fitted(self)
+        text = _as_document(text, "text")
         unk = len(self.vocab_) - 1
         return np.fromiter((self._index.get(s, unk) for s in text), dtype=np.int64,
                            count=len(text))
@@ -279,12 +298,22 @@ class CharMLPLanguageModel(BaseEstimator):
         with torch_rng_context(init_seed):
             module = _WindowLM(self.context, n_vocab, self.hidden)
         batch = int(min(self.batch_size, len(windows)))
+        weight_decay = float(self.alpha) / batch
+        if weight_decay > float(np.finfo(np.float32).max):
+            del self.vocab_, self._index
+            raise ValueError(
+                f"alpha={self.alpha:g} is too large: training runs in float32 and the "
+                f"weight decay alpha / batch = {weight_decay:.3g} exceeds float32's range "
+                f"({float(np.finfo(np.float32).max):.3g}). Use alpha <= "
+                f"{float(np.finfo(np.float32).max) * batch:.3g} (any alpha far above 1 "
+                "already pins the weights at zero)."
+            )
         net = NeuralNetClassifier(
             module=module,
             criterion=nn.CrossEntropyLoss,
             optimizer=torch.optim.Adam,
             optimizer__param_groups=[
-                ("*.weight", {"weight_decay": float(self.alpha) / batch}),
+                ("*.weight", {"weight_decay": weight_decay}),
                 ("*.bias", {"weight_decay": 0.0}),
             ],
             lr=float(self.lr),
@@ -299,15 +328,28 @@ class CharMLPLanguageModel(BaseEstimator):
             verbose=0,
             classes=np.arange(n_vocab),
         )
-        with torch_rng_context(loader_seed, device=device):
-            net.fit(windows, nxt)
+        try:
+            with torch_rng_context(loader_seed, device=device):
+                net.fit(windows, nxt)
+        except ValueError:
+            del self.vocab_, self._index  # a diverged fit leaves no fitted model behind
+            raise
+        # a finite loss can still be a diverged fit: worse than the uniform guess over the
+        # vocabulary (log V nats per character), which any training should beat
+        final = float(net.history[-1, "train_loss"])
+        if final > _LOG_FLOAT_MAX:
+            # its perplexity exp(loss) is not even representable: diverged, not stalled
+            del self.vocab_, self._index
+            raise ValueError(
+                f"{type(self).__name__} diverged: its final training loss {final:.4g} nats "
+                f"per character is beyond any model that learnt (the uniform guess has "
+                f"{np.log(n_vocab):.4g}; its perplexity would overflow to inf). Lower the "
+                f"learning rate lr (now {self.lr:g}); no model was kept."
+            )
         self.net_ = net
         self.module_ = net.module_
         self.module_.eval()
         self.n_iter_ = len(net.history)
-        # a finite loss can still be a diverged fit: worse than the uniform guess over the
-        # vocabulary (log V nats per character), which any training should beat
-        final = float(net.history[-1, "train_loss"])
         if final > np.log(n_vocab):
             warnings.warn(
                 f"{type(self).__name__} did not train: its final training loss "
@@ -401,7 +443,7 @@ class CharMLPLanguageModel(BaseEstimator):
             n_chars < 0
         ):
             raise ValueError(f"n_chars must be a non-negative integer; got {n_chars!r}.")
-        ids = [int(i) for i in self.encode(prefix)]
+        ids = [int(i) for i in self.encode(_as_document(prefix, "prefix"))]
         module = self.module_
         dev = next(module.parameters()).device
         was_training = module.training

@@ -502,6 +502,13 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
         n: (b.detach().to(torch.float64) if b.is_floating_point() else b.detach())
         for n, b in module.named_buffers()
     }
+    # frozen parameters (requires_grad=False) enter the call as constants, cast like the
+    # trainable ones: left in the module's own dtype they would meet float64 activations
+    buffers.update({
+        n: (p.detach().to(torch.float64) if p.is_floating_point() else p.detach())
+        for n, p in module.named_parameters()
+        if not p.requires_grad
+    })
     mask_t = {}
     for name, m in (masks or {}).items():
         if name not in params:
@@ -570,7 +577,9 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
                 c0 += len(cy)
             r0 += len(cx)
     except RuntimeError as exc:
-        raise ValueError(f"the module does not take X of shape {tuple(Xt.shape)}: {exc}") from exc
+        raise ValueError(
+            f"calling the module (in float64) on X of shape {tuple(Xt.shape)} failed: {exc}"
+        ) from exc
     finally:
         module.train(was_training)
     K = out.cpu().numpy()
@@ -617,7 +626,8 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None):
     Raises
     ------
     ValueError
-        When the kernel is not square, not finite, or has no positive eigenvalue.
+        When the kernel is not square, smaller than 2 x 2, not finite, or has no
+        positive eigenvalue.
 
     See Also
     --------
@@ -640,6 +650,11 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None):
     K = check_array(kernel, dtype=np.float64, input_name="kernel")
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"kernel must be square, got shape {K.shape}.")
+    if K.shape[0] < 2:
+        raise ValueError(
+            "kernel must be at least 2 x 2: the spectral gap and the decay exponent "
+            f"compare eigenvalues, and a {K.shape[0]} x {K.shape[1]} kernel has one."
+        )
     scale = np.max(np.abs(K))
     if scale == 0:
         raise ValueError("the kernel is zero; it has no positive eigenvalue.")

@@ -16,7 +16,7 @@ from sklearn_cispa.utils import spawn_seeds
         "generate": [callable],
         "search": [HasMethods(["fit", "get_params", "set_params"])],
         "max_rounds": [Interval(Integral, 1, None, closed="left")],
-        "success_threshold": [Real],
+        "success_threshold": [Interval(Real, None, None, closed="both")],
     },
     prefer_skip_nested_validation=True,
 )
@@ -244,8 +244,20 @@ def orpo_loss(chosen_logp, rejected_logp, chosen_len, rejected_len, chosen_nll, 
     c_len = _as_tensor(chosen_len, torch, like=c_logp)
     r_len = _as_tensor(rejected_len, torch, like=c_logp)
     nll = _as_tensor(chosen_nll, torch, like=c_logp)
-    for name, t in (("chosen_logp", c_logp), ("rejected_logp", r_logp),
-                    ("chosen_len", c_len), ("rejected_len", r_len), ("chosen_nll", nll)):
+    named = (("chosen_logp", c_logp), ("rejected_logp", r_logp),
+             ("chosen_len", c_len), ("rejected_len", r_len), ("chosen_nll", nll))
+    if c_logp.dim() > 1:
+        raise ValueError(f"chosen_logp must be 1-D (one value per pair); got shape "
+                         f"{tuple(c_logp.shape)}")
+    for name, t in named[1:]:
+        # one value per (chosen, rejected) pair: no broadcasting (chosen_nll may be a
+        # scalar, the batch's language-model loss)
+        if t.shape != c_logp.shape and not (name == "chosen_nll" and t.dim() == 0):
+            raise ValueError(
+                f"{name} has shape {tuple(t.shape)} but chosen_logp has shape "
+                f"{tuple(c_logp.shape)}: pass one value per (chosen, rejected) pair"
+            )
+    for name, t in named:
         if bool(torch.any(torch.isnan(t.detach()))):
             raise ValueError(f"{name} contains NaN")
     for name, t in (("chosen_logp", c_logp), ("rejected_logp", r_logp)):
@@ -263,7 +275,7 @@ def orpo_loss(chosen_logp, rejected_logp, chosen_len, rejected_len, chosen_nll, 
     {
         "score_sequences": ["array-like"],
         "k": [Interval(Integral, 1, None, closed="left")],
-        "threshold": [Real],
+        "threshold": [Interval(Real, None, None, closed="both")],
     },
     prefer_skip_nested_validation=True,
 )

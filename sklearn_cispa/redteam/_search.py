@@ -338,7 +338,7 @@ class LatentBOSuffixSearch(_SearchBase):
         "xi": [Interval(Real, 0, None, closed="left")],
         "kappa": [Interval(Real, 0, None, closed="left")],
         "gp": [HasMethods(["fit", "predict"]), None],
-        "success_threshold": [Real, None],
+        "success_threshold": [Interval(Real, None, None, closed="both"), None],
         "unqueried_score": [Interval(Real, None, None, closed="neither")],
         "random_state": ["random_state"],
     }

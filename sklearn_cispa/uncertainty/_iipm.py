@@ -47,6 +47,12 @@ def _as_real_array(value, name):
             f"dense array (use {name}.toarray())."
         )
     try:
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+        if value.dtype.kind == "c":  # the float cast would drop the imaginary part
+            raise TypeError(
+                f"{name} must hold real numbers; got a complex array ({value.dtype})."
+            )
         return np.asarray(value, dtype=np.float64)
     except ValueError as exc:
         if "inhomogeneous" in str(exc) or "sequence" in str(exc):
@@ -56,6 +62,8 @@ def _as_real_array(value, name):
             ) from None
         raise TypeError(f"{name} must hold real numbers: {exc}") from None
     except TypeError as exc:
+        if str(exc).startswith(f"{name} must hold real numbers"):
+            raise
         raise TypeError(f"{name} must hold real numbers: {exc}") from None
 
 

@@ -1,0 +1,75 @@
+"""Issue 35: right or refused on every input (causal field)."""
+
+import numpy as np
+import pytest
+
+from sklearn_cispa.causal import AugmentedIVRegressor
+from sklearn_cispa.datasets import make_confounded_linear
+
+
+def _unit_free_augmentation(base):
+    """The base augmentation applied in the units of X (moves scale with X)."""
+
+    def augment(X, rng):
+        scale = X.std()
+        X_aug, G = base.augment(X / scale, rng)
+        return X_aug * scale, G
+
+    return augment
+
+
+@pytest.mark.parametrize("factor", [1e-3, 1e3, 1e6])
+def test_confounder_correction_alpha_is_unit_invariant(factor):
+    # Janzing's target norm and the coefficient path both scale as 1 / factor, so the
+    # selected alpha must not move; before the fix the likelihood's optimiser stopped at
+    # its start point in large units and alpha_ went to an end of alpha_range.
+    X, y, _, aug = make_confounded_linear(n_samples=500, n_features=8, random_state=0)
+    augment = _unit_free_augmentation(aug)
+    est = AugmentedIVRegressor(augmentation=augment, alpha="confounder_correction",
+                               random_state=0)
+    base = est.fit(X, y)
+    alpha, coef = base.alpha_, base.coef_.copy()
+    assert alpha_range_inside(alpha, est.alpha_range)
+    scaled = AugmentedIVRegressor(augmentation=augment, alpha="confounder_correction",
+                                  random_state=0).fit(X * factor, y)
+    assert scaled.alpha_ == pytest.approx(alpha, rel=1e-9)
+    np.testing.assert_allclose(scaled.coef_ * factor, coef, rtol=1e-6, atol=1e-9)
+
+
+def alpha_range_inside(alpha, alpha_range):
+    lo, hi = alpha_range
+    return lo < alpha < hi
+
+
+def _two_mechanisms():
+    from sklearn_cispa.causal import MixtureOfLinearRegressions
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, 2))
+    z = rng.rand(200) < 0.5
+    y = np.where(z, X @ [1.0, -2.0], X @ [-3.0, 1.0]) + 0.1 * rng.normal(size=200)
+    return MixtureOfLinearRegressions(n_components=2, random_state=0).fit(X, y), X, y
+
+
+def test_mixture_component_proba_matches_gaussian_posterior():
+    from scipy.stats import norm
+
+    m, X, y = _two_mechanisms()
+    logp = np.log(m.weights_) + norm.logpdf(
+        y[:, None], m.intercept_ + X @ m.coef_.T, m.sigma_
+    )
+    expected = np.exp(logp - np.logaddexp.reduce(logp, axis=1, keepdims=True))
+    np.testing.assert_allclose(m.predict_component_proba(X, y), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("factor", [1e155, 1e300])
+def test_mixture_far_outside_the_fit_is_finite(factor):
+    # the squared residuals overflow: the posterior's limit puts all the mass on the
+    # component of smallest standardised residual |X coef_c| / sigma_c (was NaN)
+    m, X, y = _two_mechanisms()
+    proba = m.predict_component_proba(X * factor, y)
+    assert np.all(np.isfinite(proba))
+    best = np.argmin(np.abs(X @ m.coef_.T) / m.sigma_, axis=1)
+    np.testing.assert_array_equal(proba, np.eye(2)[best])
+    with pytest.warns(RuntimeWarning, match="below the float range"):
+        assert m.bic(X * factor, y) == np.inf

@@ -1,0 +1,54 @@
+"""Issue 35: right or refused on every input (CharMLPLanguageModel)."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from sklearn_cispa.language import CharMLPLanguageModel
+
+DOCS = ["abcabcabcabc abc", "abc abcabc abcabcabc"] * 5
+
+
+def _lm(**params):
+    params = {"context": 4, "hidden": 16, "max_epochs": 20, "random_state": 0, **params}
+    return CharMLPLanguageModel(**params)
+
+
+@pytest.mark.parametrize("lr", [1e5, 1e10])
+def test_huge_lr_raises_diverged(lr):
+    # the training loss is finite but its perplexity overflows (was: perplexity inf)
+    lm = _lm(lr=lr)
+    with pytest.raises(ValueError, match="diverged.*lr"):
+        lm.fit(DOCS)
+    with pytest.raises(NotFittedError):
+        lm.perplexity(DOCS)
+
+
+def test_huge_alpha_raises_clear_error():
+    with pytest.raises(ValueError, match="alpha=1e\\+300 is too large"):
+        _lm(alpha=1e300).fit(DOCS)
+
+
+def test_large_alpha_within_float32_still_fits():
+    # alpha in float32's range pins the weights: no error, the stall warning at most
+    with pytest.warns(Warning):
+        lm = _lm(alpha=1e30).fit(DOCS)
+    assert np.isfinite(lm.perplexity(DOCS))
+
+
+@pytest.mark.parametrize("docs", [[None, "abc"], ["abc", 3], [3, 4], [None], None, 5])
+def test_none_and_ints_are_not_documents(docs):
+    with pytest.raises(TypeError, match="docs"):
+        _lm(max_epochs=1).fit(docs)
+
+
+def test_scoring_refuses_non_documents():
+    lm = _lm(max_epochs=2, lr=1e-2).fit(DOCS)
+    with pytest.raises(TypeError, match=r"docs\[1\]"):
+        lm.perplexity(["abc", None])
+    with pytest.raises(TypeError, match="prefix"):
+        lm.complete(None, 3)
+    with pytest.raises(TypeError, match="prefix"):
+        lm.complete(3, 3)
+    # sequences of symbols are still documents
+    assert len(lm.complete(list("abc"), 2)) == 2
