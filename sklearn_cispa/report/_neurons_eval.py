@@ -4,12 +4,12 @@ benchmark and tests (issue 21)."""
 import time
 
 import numpy as np
-import torch
 
 from sklearn_cispa.memorization import (
     CharMLPLanguageModel,
     CriticalNeuronLocator,
     make_canary_corpus,
+    minimal_deactivation_set,
 )
 
 
@@ -123,63 +123,11 @@ def activation_ranking(loc, result, budget):
     return [(layer, unit) for _, layer, unit in acts[:budget]]
 
 
-def _last_linear(module):
-    last = None
-    for m in module.modules():
-        if isinstance(m, torch.nn.Linear):
-            last = m
-    return last
-
-
 def minimal_zero_set(lm, prefix, secret):
-    """The exact smallest set of hidden units whose zeroing stops greedy extraction.
-
-    An independent oracle for the one-hidden-layer window model of
-    :class:`CharMLPLanguageModel`: its logits are linear in the hidden activations and
-    each position's activations depend only on its own window. Greedy extraction fails
-    exactly when, at the first wrong position (whose prefix is still correct), some
-    other token ``r`` overtakes the target ``c``; zeroing a unit ``u`` there removes its
-    contribution ``a_u (W[c, u] - W[r, u])`` to the margin. So the smallest breaking set
-    is, over target positions and competitors, the fewest largest contributions whose
-    removal makes the margin negative (ties broken as ``argmax``: towards the lower id).
-
-    Returns ``(size, units)``: ``units`` is a list of ``("act", unit)`` pairs of
-    ``lm.module_`` (``size`` is ``inf`` and ``units`` empty when no set of units breaks
-    extraction). Computed in float64 from the float32 model, so exact up to rounding at
-    near-ties.
-    """
-    module = lm.module_
-    out_layer = _last_linear(module)
-    W = out_layer.weight.detach().double().cpu().numpy()
-    b = out_layer.bias.detach().double().cpu().numpy()
-    p_ids, s_ids = lm.encode(prefix), lm.encode(secret)
-    seq = np.concatenate([p_ids, s_ids])
-    hidden = []
-    handle = module.act.register_forward_hook(
-        lambda _m, _i, o: hidden.append(o.detach().double().cpu().numpy()[0]))
-    try:
-        with torch.no_grad():
-            for j in range(len(s_ids)):
-                module(torch.as_tensor(seq[None, : len(p_ids) + j]))
-    finally:
-        handle.remove()
-    best, best_units = float("inf"), []
-    for j, h in enumerate(hidden):
-        c = int(s_ids[j])
-        for r in range(len(b)):
-            if r == c:
-                continue
-            contrib = h * (W[c] - W[r])
-            margin = contrib.sum() + b[c] - b[r]
-            order = np.argsort(-contrib, kind="stable")
-            left = margin - np.cumsum(contrib[order])
-            # r wins when its logit is larger, or equal with r the lower id
-            wins = (left < 0) | ((left == 0) & (r < c))
-            if wins.any():
-                k = int(np.argmax(wins)) + 1
-                if k < best:
-                    best, best_units = k, sorted(("act", int(u)) for u in order[:k])
-    return best, best_units
+    """The exact smallest zeroing set of a window model: an alias of
+    :func:`sklearn_cispa.memorization.minimal_deactivation_set` (``scale=0``), kept for
+    the report and its tests. Returns ``(size, units)``."""
+    return minimal_deactivation_set(lm, prefix, secret)
 
 
 def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locator=None,
