@@ -28,7 +28,7 @@ from sklearn_cispa.report._stats import mean_sd
     ),
 )
 def run(*, quick, out_dir, random_state):
-    """Planted-canary benchmark on the transformer substrate over 3 seeds (1 when quick).
+    """Planted-canary benchmark on the transformer substrate over 3 seeds.
 
     Runs with one torch thread (restored afterwards).
     """
@@ -63,8 +63,8 @@ def summarise(rows):
 
 def _run(*, quick, out_dir, random_state):
     setting = canary_transformer_setting(quick)
-    # quick (CI runs the quick report twice): one seed; the full report: 3
-    n_seeds = 1 if quick else 3
+
+    n_seeds = 3
     per_seed, first = [], None
     for i in range(n_seeds):
         lm, heldout, canaries = train_canary_transformer(random_state + i, **setting)
