@@ -7,5 +7,11 @@ knows none of them.
 from sklearn_cispa.language._charlm import CharMLPLanguageModel
 from sklearn_cispa.language._tokenizer import CharTokenizer
 from sklearn_cispa.language._transformer import TransformerLanguageModel
+from sklearn_cispa.language._unlearning import gradient_ascent_unlearning
 
-__all__ = ["CharMLPLanguageModel", "CharTokenizer", "TransformerLanguageModel"]
+__all__ = [
+    "CharMLPLanguageModel",
+    "CharTokenizer",
+    "TransformerLanguageModel",
+    "gradient_ascent_unlearning",
+]

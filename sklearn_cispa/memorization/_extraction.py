@@ -48,6 +48,15 @@ def extraction_rate(model, canaries, match="exact"):
     canaries = list(canaries)
     if not canaries:
         raise ValueError("canaries is empty.")
+    for pair in canaries:
+        if (isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2
+                or not all(isinstance(x, str) for x in pair)):
+            raise ValueError(
+                "canaries must be (prefix, secret) pairs of strings, as make_canary_corpus "
+                f"returns, for example [('kobe pin: ', '402211')]; got {pair!r}."
+            )
+        if not pair[1]:
+            raise ValueError(f"canaries: the secret of {pair!r} is empty.")
     hits = 0
     for prefix, secret in canaries:
         text = model.complete(prefix, len(secret))

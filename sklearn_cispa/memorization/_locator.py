@@ -23,6 +23,7 @@ __all__ = ["CriticalNeuronLocator", "NeuronMask", "greedy_extraction_oracle"]
 
 _ACTIVATIONS = (nn.ReLU, nn.GELU, nn.SiLU, nn.Mish, nn.LeakyReLU, nn.ELU)
 _TOPK_CAP = 50  # largest per-layer top-k of the NeMo schedule (library cap)
+_GREEDY_CAP = 256  # most units the greedy margin search adds before giving up
 _SIGMA_FLOOR = 1e-6
 
 
@@ -185,6 +186,26 @@ def _as_ids(ids, name):
         else:
             raise ValueError(f"{name} must hold integer token ids, got dtype {arr.dtype}.")
     return arr.astype(np.int64)
+
+
+def _numeric_ids(X):
+    """``X`` unchanged, or a clear error when its entries are not numbers (text, None)."""
+    if hasattr(X, "dtype") and getattr(X.dtype, "kind", "O") != "O":
+        return X
+    try:
+        arr = np.asarray(X, dtype=object)
+    except ValueError:  # ragged rows: let validate_data say so
+        return X
+    bad = [v for v in arr.ravel()[:10000]
+           if isinstance(v, (str, bytes)) or v is None
+           or not isinstance(v, (numbers.Number, np.generic))]
+    if bad:
+        raise ValueError(
+            "X must hold token ids (integers) of ordinary text, for example "
+            "np.stack([lm.encode(text) for text in pieces]); got entries such as "
+            f"{bad[0]!r} ({type(bad[0]).__name__})."
+        )
+    return X
 
 
 def _next_logits(model, ids, device):
@@ -585,12 +606,15 @@ class CriticalNeuronLocator(BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": [str],
         "random_state": ["random_state"],
+        "method": [StrOptions({"threshold", "greedy"})],
     }
 
     def __init__(self, model, layers="auto", signed=True, aggregate="max", theta_start=8.0,
                  theta_step=0.5, theta_min=1.0, topk_step=0, refine=True, oracle=None,
-                 scale=0.0, batch_size=256, device="cpu", random_state=None):
+                 scale=0.0, batch_size=256, device="cpu", random_state=None,
+                 method="threshold"):
         self.model = model
+        self.method = method
         self.layers = layers
         self.signed = signed
         self.aggregate = aggregate
@@ -604,6 +628,7 @@ class CriticalNeuronLocator(BaseEstimator):
         self.batch_size = batch_size
         self.device = device
         self.random_state = random_state
+        self.method = method
 
     @classmethod
     def nemo(cls, model, **params):
@@ -626,6 +651,14 @@ class CriticalNeuronLocator(BaseEstimator):
                       signed=False, aggregate="mean_abs")
         preset.update(params)
         return cls(model, **preset)
+
+    def _check_schedule(self):
+        if float(self.theta_min) > float(self.theta_start):
+            raise ValueError(
+                f"theta_min={self.theta_min} is above theta_start={self.theta_start}: the "
+                "threshold is lowered from theta_start to theta_min, so theta_min must not "
+                "exceed theta_start."
+            )
 
     # -------------------------------------------------------------- hooks and passes
     def _hooked_modules(self):
@@ -702,7 +735,9 @@ class CriticalNeuronLocator(BaseEstimator):
         self : CriticalNeuronLocator
             The fitted locator.
         """
+        self._check_schedule()
         self._module = _as_module(self.model)
+        X = _numeric_ids(X)
         X = validate_data(self, X, dtype="numeric")
         if X.dtype.kind in "iub":
             _check_ids(self._module, X, "X")
@@ -806,19 +841,152 @@ class CriticalNeuronLocator(BaseEstimator):
                 _eval_mode(self._module):
             return _check_verdict(self._oracle()(self.model, prefix, target))
 
+    def _target_logits(self, prefix, target, grad_layers=()):
+        """Teacher-forced logits (t, vocab) at the positions that predict the target.
+
+        With ``grad_layers``, the outputs of those hooked layers are recorded as leaves
+        that require a gradient (after any active mask): returns ``(logits, leaves)``.
+        """
+        modules = dict(self._module.named_modules())
+        device = _model_device(self._module)
+        seq = np.concatenate([prefix, target])
+        n_p, t = len(prefix), len(target)
+        leaves = {name: [] for name in grad_layers}
+
+        def hook_for(name):
+            def hook(_m, _i, out):
+                leaf = out.detach().requires_grad_(True)
+                leaves[name].append(leaf)
+                return leaf
+            return hook
+
+        handles = [modules[n].register_forward_hook(hook_for(n)) for n in grad_layers]
+        try:
+            with _eval_mode(self._module), torch.set_grad_enabled(bool(grad_layers)):
+                x = torch.as_tensor(seq[None, : n_p + t - 1], device=device)
+                out = _forward(self._module, x)
+                if out.ndim == x.ndim + 1:  # a sequence model: every position at once
+                    logits = out[0, -t:]
+                else:  # a window model: one pass per predicted token
+                    for name in grad_layers:
+                        leaves[name].clear()
+                    logits = torch.stack([
+                        _forward(self._module, x[:, : n_p + j])[0] for j in range(t)
+                    ])
+        finally:
+            for h in handles:
+                h.remove()
+        return (logits, leaves) if grad_layers else logits
+
+    @staticmethod
+    def _margins(logits, target):
+        """Per target position: the target's logit minus the best other one, and that
+        competitor (its id)."""
+        logits = logits.detach().double()
+        idx = torch.as_tensor(target, device=logits.device)
+        own = logits.gather(1, idx[:, None])[:, 0]
+        other = logits.clone()
+        other.scatter_(1, idx[:, None], -torch.inf)
+        best, rival = other.max(dim=1)
+        return (own - best).cpu().numpy(), rival.cpu().numpy()
+
+    def _removal_effect(self, prefix, target, neurons, scale, position=None, rival=None):
+        """First-order drop of one target position's margin when each unit is scaled.
+
+        Under the mask ``neurons``, the margin ``logit[target] - logit[rival]`` at
+        ``position`` (default: the position of the smallest margin and its best
+        competitor) is differentiated with respect to every hooked unit; scaling unit
+        ``u`` by ``scale`` lowers it by about ``(1 - scale) * sum_p a_u(p) dm/da_u(p)``
+        (exact for a window model whose logits are linear in the hooked units).
+        Returns ``(drop, margins)`` with ``drop`` a dict layer -> (n_units,).
+        """
+        mask = NeuronMask(self._module, neurons, scale, widths=self.n_units_)
+        try:
+            logits, leaves = self._target_logits(prefix, target, tuple(self.layers_))
+        finally:
+            mask.remove()
+        margins, rivals = self._margins(logits, target)
+        if position is None:
+            position = int(np.argmin(margins))
+            rival = int(rivals[position])
+        m = logits[position, int(target[position])] - logits[position, rival]
+        leaf_list = [leaf for name in self.layers_ for leaf in leaves[name]]
+        grads = torch.autograd.grad(m, leaf_list, allow_unused=True)
+        drop, k = {}, 0
+        for name in self.layers_:
+            total = np.zeros(self.n_units_[name])
+            for leaf in leaves[name]:
+                g = grads[k]
+                k += 1
+                if g is not None:
+                    ag = (leaf.detach() * g).double()
+                    total += ag.reshape(-1, ag.shape[-1]).sum(dim=0).cpu().numpy()
+            drop[name] = (1.0 - scale) * total
+        return drop, margins, position, rival
+
     def _localize_one(self, prefix, target, scale):
         oracle = self._oracle()
         _check_ids(self._module, prefix, "prefixes[i]")
         _check_ids(self._module, target, "targets[i]")
         with _eval_mode(self._module):
             memorized = _check_verdict(oracle(self.model, prefix, target))
-        calls = 1
         result = dict(neurons=[], memorized_before=memorized, localized=False, theta=None,
-                      n_initial=0, n_oracle_calls=calls, z={})
+                      n_initial=0, n_oracle_calls=1, z={})
         if not memorized:
             return result
         z, strength = self._scores(self._target_activations(prefix, target))
         result["z"] = z
+        if self.method == "greedy":
+            return self._greedy(prefix, target, scale, result)
+        return self._threshold(prefix, target, scale, z, strength, result)
+
+    def _greedy(self, prefix, target, scale, result):
+        """Greedy margin search: add the unit whose removal most lowers the smallest
+        target margin, until the oracle says the target is no longer reproduced."""
+        calls = result["n_oracle_calls"]
+        S = []
+        cap = min(_GREEDY_CAP, sum(self.n_units_.values()))
+        found = False
+        while len(S) < cap:
+            drop, _, _, _ = self._removal_effect(prefix, target, S, scale)
+            taken = set(S)
+            best, best_nu = -np.inf, None
+            for name in self.layers_:
+                d = drop[name].copy()
+                for layer, unit in taken:
+                    if layer == name:
+                        d[unit] = -np.inf
+                u = int(np.argmax(d))
+                if d[u] > best:
+                    best, best_nu = float(d[u]), (name, u)
+            if best_nu is None:
+                break
+            S.append(best_nu)
+            calls += 1
+            if not self._memorized_under(sorted(S), prefix, target, scale):
+                found = True
+                break
+        result["n_oracle_calls"] = calls
+        if not found:
+            return result
+        result["n_initial"] = len(S)
+        if self.refine and len(S) > 1:
+            # a unit pass over the earlier picks (the last one was needed: without it
+            # the set is the previous one, which still reproduced the target)
+            keep = list(S)
+            for nu in S[:-1]:
+                candidate = [v for v in keep if v != nu]
+                calls += 1
+                if not self._memorized_under(sorted(candidate), prefix, target, scale):
+                    keep = candidate
+            S = keep
+        result.update(neurons=sorted(S), localized=True, n_oracle_calls=calls)
+        return result
+
+    def _threshold(self, prefix, target, scale, z, strength, result):
+        """NeMo's threshold search and refinement (see the class Notes)."""
+        calls = result["n_oracle_calls"]
+        self._check_schedule()
         theta_start, step = float(self.theta_start), float(self.theta_step)
         theta_min = float(self.theta_min)
         theta, k, j = theta_start, 0, 0
@@ -875,9 +1043,11 @@ class CriticalNeuronLocator(BaseEstimator):
                     calls += 1
                     if not self._memorized_under(sorted(candidate), prefix, target, scale):
                         S = candidate
-            # (b) unit pass, least suspicious (lowest score) first
-            for nu in sorted(S, key=lambda p: (z[p[0]][p[1]], p)):
-                candidate = S - {nu}
+            order, calls = self._ranked_prefix(prefix, target, scale, S, calls)
+            # (c) unit pass, least effective first
+            S = list(order)
+            for nu in reversed(order):
+                candidate = [v for v in S if v != nu]
                 if not candidate:
                     continue
                 calls += 1
@@ -885,6 +1055,31 @@ class CriticalNeuronLocator(BaseEstimator):
                     S = candidate
         result.update(neurons=sorted(S), localized=True, n_oracle_calls=calls)
         return result
+
+    def _ranked_prefix(self, prefix, target, scale, S, calls):
+        """Refinement step (b): rank the units of a breaking set ``S`` by how much their
+        removal lowers the target margin that ``S`` breaks, and keep the shortest
+        breaking head of that ranking (bisection; the full set is known to break).
+
+        Returns the kept units, most effective first, and the updated call count.
+        """
+        S = sorted(S)
+        if len(S) < 2:
+            return S, calls
+        # the position and competitor at which the set breaks the target ...
+        _, margins, position, rival = self._removal_effect(prefix, target, S, scale)
+        # ... and each unit's first-order effect there, on the unmasked model
+        drop, _, _, _ = self._removal_effect(prefix, target, [], scale, position, rival)
+        order = sorted(S, key=lambda nu: (-drop[nu[0]][nu[1]], nu))
+        lo, hi = 1, len(order)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            calls += 1
+            if self._memorized_under(sorted(order[:mid]), prefix, target, scale):
+                lo = mid + 1
+            else:
+                hi = mid
+        return order[:hi], calls
 
     def localize(self, prefixes, targets):
         """Locate the units that carry each memorised ``(prefix, target)`` pair.
