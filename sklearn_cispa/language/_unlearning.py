@@ -128,8 +128,14 @@ def gradient_ascent_unlearning(lm, prefix, secret, n_steps=5, lr=1e-3, callback=
                 logits = torch.stack([module(seq[:, : n_p + j])[0] for j in range(t)])
             nll = torch.nn.functional.cross_entropy(logits.float(), target)
             (-nll).backward()  # ascent on the secret's loss
-        opt.step()
-        if not all(bool(torch.isfinite(p).all()) for p in params):
+        try:
+            opt.step()
+            finite = all(bool(torch.isfinite(p).all()) for p in params)
+        except RuntimeError as exc:  # torch refuses lr that overflows the dtype
+            if "overflow" not in str(exc):
+                raise
+            finite = False
+        if not finite:
             raise ValueError(
                 f"gradient ascent diverged at step {step} (non-finite weights); lower lr "
                 f"(now {lr:g})."
