@@ -47,18 +47,36 @@ def summarise(rows):
     mem = [r for r in rows if r["memorized"]]
     loc = [r for r in mem if r["localized"]]
     small = [r for r in loc if not r["extracted_after"] and r["units"] <= 8]
-    out = dict(
+    gloc = [r for r in mem if r.get("greedy_localized")]
+    gsmall = [r for r in gloc if not r["greedy_extracted_after"] and r["greedy_units"] <= 8]
+    nan = float("nan")
+
+    def mean(key, among):
+        vals = [r[key] for r in among if key in r]
+        return float(np.nanmean(vals)) if vals else nan
+
+    return dict(
         memorized=len(mem) / len(rows),
         stopped_le_8=len(small) / len(mem) if mem else 0.0,
-        units=float(np.median([r["units"] for r in loc])) if loc else float("nan"),
-        ppl=100 * float(np.mean([r["ppl_change"] for r in loc])) if loc else float("nan"),
+        units=float(np.median([r["units"] for r in loc])) if loc else nan,
+        oracle_calls=float(np.median([r["n_oracle_calls"] for r in loc])) if loc else nan,
+        ppl=100 * mean("ppl_change", loc),
         control_stopped=(float(np.mean([1 - r["control_extracted"] for r in loc]))
-                         if loc else float("nan")),
-        kept=float(np.nanmean([r["others_kept"] for r in loc])) if loc else float("nan"),
+                         if loc else nan),
+        kept=mean("others_kept", loc),
         act_rank_stopped=(float(np.mean([not r["act_rank_extracted_after"] for r in loc]))
-                          if loc else float("nan")),
+                          if loc else nan),
+        greedy_le_8=len(gsmall) / len(mem) if mem else 0.0,
+        greedy_units=float(np.median([r["greedy_units"] for r in gloc])) if gloc else nan,
+        greedy_calls=(float(np.median([r["greedy_oracle_calls"] for r in gloc]))
+                      if gloc else nan),
+        greedy_kept=mean("greedy_others_kept", gloc),
+        ga_stopped=(float(np.mean([not r["ga_extracted_after"] for r in loc]))
+                    if loc else nan),
+        ga_kept=mean("ga_others_kept", loc),
+        ga_forget_ppl=100 * mean("ga_forget_ppl_change", loc),
+        ga_forget_kept=mean("ga_forget_others_kept", loc),
     )
-    return out
 
 
 def _run(*, quick, out_dir, random_state):
@@ -69,10 +87,27 @@ def _run(*, quick, out_dir, random_state):
     for i in range(n_seeds):
         lm, heldout, canaries = train_canary_transformer(random_state + i, **setting)
         out = canary_benchmark(lm, heldout, canaries, random_state=random_state + i,
-                               minimal=False)
+                               minimal=False, greedy=True, editing=True,
+                               n_controls=1 if quick else 5,
+                               editing_steps=10 if quick else 30)
         first = first or out
         per_seed.append(summarise(out["rows"]))
     stats = {k: mean_sd([s[k] for s in per_seed]) for k in per_seed[0]}
+
+    wide = None
+    if not quick:  # one block of width 1024: the threshold search against greedy
+        wide_units, wide_greedy, wide_calls = [], [], []
+        for i in range(n_seeds):
+            lm, heldout, canaries = train_canary_transformer(
+                random_state + i, **dict(setting, n_layer=1, n_inner=1024))
+            out = canary_benchmark(lm, heldout, canaries, random_state=random_state + i,
+                                   minimal=False, greedy=True, n_controls=1)
+            rows = [r for r in out["rows"] if r["localized"] and r.get("greedy_localized")]
+            wide_units += [r["units"] for r in rows]
+            wide_greedy += [r["greedy_units"] for r in rows]
+            wide_calls += [r["n_oracle_calls"] for r in rows]
+        wide = dict(units=float(np.median(wide_units)), greedy=float(np.median(wide_greedy)),
+                    calls=float(np.median(wide_calls)), n=len(wide_units))
 
     figures = ()
     plt = get_pyplot()
@@ -97,13 +132,25 @@ def _run(*, quick, out_dir, random_state):
 
     stopped, ppl = stats["stopped_le_8"][0], stats["ppl"][0]
     control, kept = stats["control_stopped"][0], stats["kept"][0]
-    met = stopped >= 0.8 and ppl < 1.0 and control <= 0.05 and kept >= 0.8
+    calls = stats["oracle_calls"][0]
+    met = (stopped >= 0.8 and ppl < 1.0 and control <= 0.05 and kept >= 0.8
+           and calls <= 100)
     verdict = (
         f"{100 * stopped:.0f}% of memorised canaries are stopped by <= 8 located units "
-        f"(median {stats['units'][0]:.0f} units) at {ppl:+.2f}% held-out perplexity; "
-        f"matched random controls stop {100 * control:.0f}%, {100 * kept:.0f}% of the "
-        f"other canaries stay extractable."
+        f"(median {stats['units'][0]:.0f} units, {calls:.0f} oracle calls) at "
+        f"{ppl:+.2f}% held-out perplexity; matched random controls stop "
+        f"{100 * control:.0f}%, {100 * kept:.0f}% of the other canaries stay extractable. "
+        f"Greedy margin search: {100 * stats['greedy_le_8'][0]:.0f}% by <= 8 units "
+        f"(median {stats['greedy_units'][0]:.0f}). Gradient ascent on the canary at the "
+        f"mask's perplexity cost stops {100 * stats['ga_stopped'][0]:.0f}% and keeps "
+        f"{100 * stats['ga_kept'][0]:.0f}% of the others."
     )
+    if wide is not None:
+        met = met and wide["units"] <= 2 * wide["greedy"]
+        verdict += (
+            f" One block of width 1024: median {wide['units']:.0f} units against greedy's "
+            f"{wide['greedy']:.0f} ({wide['calls']:.0f} oracle calls)."
+        )
     verdict = ("Reproduces: " if met else "Does not reproduce: ") + verdict
     return ExperimentResult(
         metric="memorised canaries stopped by <= 8 located units",
@@ -115,13 +162,26 @@ def _run(*, quick, out_dir, random_state):
         n_runs=n_seeds,
         settings=(
             f"make_canary_corpus + TransformerLanguageModel('gpt2', n_layer=2, n_embd=64, "
-            f"n_head=4, n_inner=256, char tokenizer) {setting}, locator defaults, X_ref = "
-            f"held-out text; {n_seeds} seeds"
+            f"n_head=4, n_inner=256, char tokenizer) {setting}, locator defaults "
+            f"(method='threshold'), X_ref = "
+            f"held-out text; greedy margin search (method='greedy'); gradient ascent "
+            f"(language.gradient_ascent_unlearning, Adam lr 1e-4, up to 30 steps, 10 in quick mode) at most "
+            f"the mask's perplexity cost; {n_seeds} seeds"
+            + ("" if quick else "; width 1024: the same with n_layer=1, n_inner=1024")
         ),
         details=(
             f"memorised {stats['memorized'][0]:.2f}; perplexity change {ppl:+.2f} ± "
             f"{stats['ppl'][1]:.2f}%; random controls stop {control:.2f}; other canaries "
-            f"kept {kept:.2f}; median units {stats['units'][0]:.1f}"
+            f"kept {kept:.2f}; median units {stats['units'][0]:.1f}, oracle calls "
+            f"{calls:.0f}; greedy: <= 8 units {stats['greedy_le_8'][0]:.2f}, median units "
+            f"{stats['greedy_units'][0]:.1f}, calls {stats['greedy_calls'][0]:.0f}, kept "
+            f"{stats['greedy_kept'][0]:.2f}; gradient ascent at equal cost: stopped "
+            f"{stats['ga_stopped'][0]:.2f}, kept {stats['ga_kept'][0]:.2f}; until forgotten: "
+            f"{stats['ga_forget_ppl'][0]:+.2f}% perplexity, kept "
+            f"{stats['ga_forget_kept'][0]:.2f}"
+            + ("; width 1024 not run in quick mode" if wide is None else
+               f"; width 1024 (n={wide['n']}): median units {wide['units']:.0f} vs greedy "
+               f"{wide['greedy']:.0f}, calls {wide['calls']:.0f}")
         ),
         verdict=verdict,
         reproduced=met,

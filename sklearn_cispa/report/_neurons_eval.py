@@ -59,20 +59,21 @@ def canary_transformer_setting(quick=False):
     """The planted-canary setting of the transformer substrate (report row, ASV, tests).
 
     A 2-block character GPT-2 (n_embd 64, 4 heads, n_inner 256) built by
-    :class:`TransformerLanguageModel` from its config with random initialisation; quick: a
-    smaller corpus and fewer steps. Returns keyword arguments of
-    :func:`train_canary_transformer`.
+    :class:`TransformerLanguageModel` from its config with random initialisation, trained
+    for 800 AdamW steps at lr 1e-3 (warm-up 50) on ``make_canary_corpus(20000 chars,
+    5 canaries, 40 copies)``; quick: a 2000-character corpus, 90 steps at lr 6e-3 with
+    shorter windows. Returns keyword arguments of :func:`train_canary_transformer`.
     """
     if quick:
-        return dict(n_chars=6000, n_canaries=5, n_copies=30, heldout_chars=3000,
-                    max_steps=300)
+        return dict(n_chars=2000, n_canaries=5, n_copies=25, heldout_chars=1000,
+                    max_steps=90, block_size=40, batch_size=16, lr=6e-3, warmup_steps=10)
     return dict(n_chars=20000, n_canaries=5, n_copies=40, heldout_chars=10000,
-                max_steps=800)
+                max_steps=800, lr=1e-3, warmup_steps=50)
 
 
 def train_canary_transformer(random_state, n_chars=20000, n_canaries=5, n_copies=40,
                              heldout_chars=10000, max_steps=800, n_layer=2, n_embd=64,
-                             n_head=4, n_inner=256, block_size=128, batch_size=32, lr=3e-3,
+                             n_head=4, n_inner=256, block_size=128, batch_size=32, lr=1e-3,
                              warmup_steps=50):
     """Corpus with planted canaries and a character GPT-2 trained on it.
 
@@ -130,15 +131,54 @@ def minimal_zero_set(lm, prefix, secret):
     return minimal_deactivation_set(lm, prefix, secret)
 
 
+def _editing_baseline(lm, heldout, canaries, prefix, secret, before, base_ppl, budget,
+                      n_steps=30, lr=1e-4):
+    """Gradient ascent on one canary (language.gradient_ascent_unlearning), step by step.
+
+    Returns, at the largest step whose held-out perplexity change is within ``budget``
+    (the cost of the neuron mask), whether the canary is still extracted and the share
+    of the other canaries kept; and the first step at which the canary is no longer
+    extracted, with its perplexity change (nan when it never is within ``n_steps``).
+    """
+    from sklearn_cispa.language import gradient_ascent_unlearning
+
+    log = []
+
+    def record(step, model):
+        ppl = model.perplexity(heldout) / base_ppl - 1.0
+        extracted = _extracted(model, prefix, secret)
+        log.append(dict(step=step, ppl=ppl, extracted=extracted,
+                        kept=_others_kept(model, canaries, prefix, before)))
+        # stop once forgotten and past the budget (nothing more to learn)
+        return (not extracted and ppl > budget) or ppl > max(10 * budget, 0.5)
+
+    gradient_ascent_unlearning(lm, prefix, secret, n_steps=n_steps, lr=lr, callback=record)
+    within = [e for e in log if e["ppl"] <= budget]
+    at = within[-1] if within else None
+    forgot = next((e for e in log if not e["extracted"]), None)
+    return dict(
+        ga_steps=at["step"] if at else 0,
+        ga_extracted_after=at["extracted"] if at else True,
+        ga_others_kept=at["kept"] if at else 1.0,
+        ga_ppl_change=at["ppl"] if at else 0.0,
+        ga_forget_steps=forgot["step"] if forgot else float("nan"),
+        ga_forget_ppl_change=forgot["ppl"] if forgot else float("nan"),
+        ga_forget_others_kept=forgot["kept"] if forgot else float("nan"),
+    )
+
+
 def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locator=None,
-                     minimal=True):
+                     minimal=True, greedy=False, editing=False, editing_lr=1e-4,
+                     editing_steps=30):
     """Localise every canary and measure the intervention.
 
     Returns a dict with the fitted ``locator``, the per-canary ``rows`` (units kept, theta,
     extraction after deactivation, retention of the other canaries, held-out perplexity
     change, matched random controls and their perplexity change, the activation-ranking
     baseline at the same budget and, with ``minimal``, the exact smallest zeroing set of
-    :func:`minimal_zero_set`: its size ``min_units`` and perplexity change)
+    :func:`minimal_zero_set`: its size ``min_units`` and perplexity change; with
+    ``greedy``, the greedy margin search ``method="greedy"`` as ``greedy_*``; with
+    ``editing``, gradient ascent on the canary at the mask's perplexity cost as ``ga_*``)
     and the ``scale_curve`` (extraction rate of all canaries under the union of the
     located units, and under a matched random control, for scales 0..1).
     """
@@ -183,7 +223,25 @@ def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locato
                 row["act_rank_extracted_after"] = _extracted(lm, prefix, secret)
                 row["act_rank_others_kept"] = _others_kept(lm, canaries, prefix, before)
                 row["act_rank_ppl_change"] = lm.perplexity(heldout) / base_ppl - 1.0
+            if editing:
+                row.update(_editing_baseline(lm, heldout, canaries, prefix, secret, before,
+                                             base_ppl, max(row["ppl_change"], 0.0),
+                                             n_steps=editing_steps, lr=editing_lr))
         rows.append(row)
+    if greedy:
+        params = {**loc.get_params(deep=False), "method": "greedy"}
+        gloc = type(loc)(**params).fit(X_ref)
+        for row, (prefix, secret), res in zip(rows, canaries,
+                                              gloc.localize(prefixes, targets), strict=True):
+            if not res["localized"]:
+                row["greedy_localized"] = False
+                continue
+            row.update(greedy_localized=True, greedy_units=len(res["neurons"]),
+                       greedy_oracle_calls=res["n_oracle_calls"])
+            with gloc.deactivate(res["neurons"]):
+                row["greedy_extracted_after"] = _extracted(lm, prefix, secret)
+                row["greedy_others_kept"] = _others_kept(lm, canaries, prefix, before)
+                row["greedy_ppl_change"] = lm.perplexity(heldout) / base_ppl - 1.0
     union = loc.neurons_
     control_union = loc.random_control(union, random_state=random_state)
     scales = (0.0, 0.25, 0.5, 0.75, 1.0)
