@@ -15,8 +15,11 @@ from ._common import SEED, SMOKE, limit_torch_threads, require
 
 
 def _trained():
-    from sklearn_cispa.report import canary_benchmark, canary_transformer_setting
-    from sklearn_cispa.report._neurons_eval import train_canary_transformer
+    from sklearn_cispa.report import (
+        canary_benchmark,
+        canary_transformer_setting,
+        train_canary_transformer,
+    )
 
     limit_torch_threads()
     lm, heldout, canaries = train_canary_transformer(SEED, **canary_transformer_setting(SMOKE))
@@ -37,14 +40,14 @@ class CanaryLocalisationGPT2:
     def setup(self, cache):
         from sklearn_cispa.memorization import CriticalNeuronLocator
         from sklearn_cispa.report import reference_ids
-        from sklearn_cispa.report._neurons_eval import prefix_ids
 
         limit_torch_threads()
         self.lm, self.heldout, self.canaries, self.out = cache
         X_ref = reference_ids(self.lm, self.heldout)
         self.loc = CriticalNeuronLocator(self.lm).fit(X_ref)
         self.greedy = CriticalNeuronLocator(self.lm, method="greedy").fit(X_ref)
-        self.prefix = [prefix_ids(self.lm, self.canaries[0][0])]
+        # the prompt as complete() reads it: after the beginning token
+        self.prefix = [self.lm.encode(self.canaries[0][0], add_special_tokens=True)]
         self.target = [self.lm.encode(self.canaries[0][1])]
 
     def time_localize_one_canary(self, cache):

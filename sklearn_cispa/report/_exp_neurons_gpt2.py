@@ -165,7 +165,8 @@ def _run(*, quick, out_dir, random_state):
             f"n_head=4, n_inner=256, char tokenizer) {setting}, locator defaults "
             f"(method='threshold'), X_ref = "
             f"held-out text; greedy margin search (method='greedy'); gradient ascent "
-            f"(language.gradient_ascent_unlearning, Adam lr 1e-4, up to 30 steps, 10 in quick mode) at most "
+            f"(language.gradient_ascent_unlearning, Adam lr 1e-4, up to 30 steps, 10 in "
+            f"quick mode) at most "
             f"the mask's perplexity cost; {n_seeds} seeds"
             + ("" if quick else "; width 1024: the same with n_layer=1, n_inner=1024")
         ),
