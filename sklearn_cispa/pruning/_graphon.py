@@ -36,9 +36,7 @@ def _is_module(obj):
 def _module_masks(module):
     """The ``torch.nn.utils.prune`` masks of a module: ``{"<param>": buffer "<param>_mask"}``."""
     masks = {
-        name[: -len("_mask")]: buf
-        for name, buf in module.named_buffers()
-        if name.endswith("_mask")
+        name[: -len("_mask")]: buf for name, buf in module.named_buffers() if name.endswith("_mask")
     }
     if not masks:
         raise ValueError(
@@ -80,9 +78,7 @@ def _masks_list(masks, layer=None):
             return _masks_list(masks[key])
         except ValueError as exc:
             raise ValueError(f"masks[{key!r}]: {exc}") from exc
-    if isinstance(masks, list | tuple) and len(masks) and all(
-        _is_mask_container(m) for m in masks
-    ):
+    if isinstance(masks, list | tuple) and len(masks) and all(_is_mask_container(m) for m in masks):
         out = []
         for m in masks:
             out.extend(_masks_list(m, layer))
@@ -353,8 +349,7 @@ class GraphonEstimator(TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, n_blocks=64, layer=None, sort="degree", distance="rms",
-                 random_state=None):
+    def __init__(self, n_blocks=64, layer=None, sort="degree", distance="rms", random_state=None):
         self.n_blocks = n_blocks
         self.layer = layer
         self.sort = sort

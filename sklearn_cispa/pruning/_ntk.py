@@ -301,13 +301,14 @@ def _masks_in_order(masks, module):
         values = list(masks.values())
     else:
         raise ValueError(
-            f"masks has {len(masks)} entries but the MLP has {len(names)} weight matrices "
-            f"{names}."
+            f"masks has {len(masks)} entries but the MLP has {len(names)} weight matrices {names}."
         )
     out = []
     for name, shape, value in zip(names, shapes, values):
-        t = value.detach().cpu() if isinstance(value, torch.Tensor) else torch.as_tensor(
-            np.asarray(value)
+        t = (
+            value.detach().cpu()
+            if isinstance(value, torch.Tensor)
+            else torch.as_tensor(np.asarray(value))
         )
         if tuple(t.shape) != shape:
             raise ValueError(f"the mask for {name} has shape {tuple(t.shape)}, expected {shape}.")
@@ -326,8 +327,9 @@ def _masks_in_order(masks, module):
     },
     prefer_skip_nested_validation=True,
 )
-def make_graphon_mlp(n_features, hidden=(256, 256, 256), n_outputs=1, graphons=None,
-                     masks=None, random_state=None):
+def make_graphon_mlp(
+    n_features, hidden=(256, 256, 256), n_outputs=1, graphons=None, masks=None, random_state=None
+):
     """Bias-free ReLU MLP in NTK parametrization, masked by graphon draws or given masks.
 
     Each layer computes :math:`h_{l} = \\mathrm{relu}((M_l \\odot W_l) h_{l-1} /
@@ -409,8 +411,10 @@ def make_graphon_mlp(n_features, hidden=(256, 256, 256), n_outputs=1, graphons=N
                 continue
             g = _expand(entry, dims[i + 1], dims[i])
             n_out, n_in = sizes[i + 1], sizes[i]
-            rows = np.zeros(n_out, dtype=np.int64) if i == len(entries) - 1 else (
-                _step_masks_index(n_out, g.shape[0])
+            rows = (
+                np.zeros(n_out, dtype=np.int64)
+                if i == len(entries) - 1
+                else (_step_masks_index(n_out, g.shape[0]))
             )
             cols = _input_columns(g.shape[1], n_in)
             keep = rng.random((n_out, n_in)) < g[np.ix_(rows, cols)]
@@ -504,11 +508,13 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
     }
     # frozen parameters (requires_grad=False) enter the call as constants, cast like the
     # trainable ones: left in the module's own dtype they would meet float64 activations
-    buffers.update({
-        n: (p.detach().to(torch.float64) if p.is_floating_point() else p.detach())
-        for n, p in module.named_parameters()
-        if not p.requires_grad
-    })
+    buffers.update(
+        {
+            n: (p.detach().to(torch.float64) if p.is_floating_point() else p.detach())
+            for n, p in module.named_parameters()
+            if not p.requires_grad
+        }
+    )
     mask_t = {}
     for name, m in (masks or {}).items():
         if name not in params:
@@ -557,9 +563,11 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
         n_out = n_all if output == "trace" else 1
         n_par = sum(p.numel() for p in params.values())
         chunks_x = [Xt[i : i + batch_size] for i in range(0, len(Xt), batch_size)]
-        chunks_y = chunks_x if Y is None else [
-            Yt[i : i + batch_size] for i in range(0, len(Yt), batch_size)
-        ]
+        chunks_y = (
+            chunks_x
+            if Y is None
+            else [Yt[i : i + batch_size] for i in range(0, len(Yt), batch_size)]
+        )
         cache = len(Yt) * n_out * n_par * 8 <= _JACOBIAN_CACHE_BYTES
         cached = [jac(c) for c in chunks_y] if cache else None
         out = torch.empty(len(Xt), len(Yt), dtype=torch.float64, device=device)
@@ -584,8 +592,11 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
         module.train(was_training)
     K = out.cpu().numpy()
     if not np.all(np.isfinite(K)):
-        warnings.warn("the empirical NTK holds NaN or infinite values (overflow).",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            "the empirical NTK holds NaN or infinite values (overflow).",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return K
 
 
@@ -681,8 +692,11 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None):
         slope = np.polyfit(np.log(idx[ok]), np.log(vals[ok]), 1)[0]
         alpha = float(-slope)
     else:
-        warnings.warn("fewer than two positive eigenvalues in the fit range; decay_exponent "
-                      "is NaN.", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            "fewer than two positive eigenvalues in the fit range; decay_exponent is NaN.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         alpha = float("nan")
     return {
         "eigenvalues": lam,

@@ -55,8 +55,9 @@ def test_graphon_estimator_says_what_to_pass():
 
     with pytest.raises(ValueError, match="no torch.nn.utils.prune mask"):
         GraphonEstimator(n_blocks=2).fit(torch.nn.Linear(4, 4))
-    conv = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.Flatten(),
-                               torch.nn.Linear(4 * 4 * 4, 3))
+    conv = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 3)
+    )
     masks = prune_at_init(conv, sparsity=0.5, random_state=0)
     with pytest.raises(ValueError, match=r"convolutional mask.*reshape\(mask.shape\[0\], -1\)"):
         GraphonEstimator(n_blocks=2, layer="0.weight").fit(masks)
@@ -77,6 +78,7 @@ def test_prune_at_init_object_columns_get_a_clear_error():
     # numeric values in object columns (a mixed DataFrame) are converted, as numbers
     Xo = np.random.RandomState(0).normal(size=(4, 3)).astype(object)
     a = prune_at_init(net, method="snip", sparsity=0.5, X=Xo, y=np.zeros(4, dtype=int))
-    b = prune_at_init(net, method="snip", sparsity=0.5, X=Xo.astype(float),
-                      y=np.zeros(4, dtype=int))
+    b = prune_at_init(
+        net, method="snip", sparsity=0.5, X=Xo.astype(float), y=np.zeros(4, dtype=int)
+    )
     assert torch.equal(a["weight"], b["weight"])
