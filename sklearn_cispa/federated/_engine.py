@@ -336,8 +336,7 @@ def run_local_sgd(
             theta_bar, loss_curve[r] = new_bar, f
             if verbose and ((r + 1) % every == 0 or r == R - 1):
                 print(
-                    f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error "
-                    f"{consensus[r]:.3g}"
+                    f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error {consensus[r]:.3g}"
                 )
     return theta_bar, loss_curve, consensus
 
@@ -453,8 +452,12 @@ def relative_objective_gap(machines, theta0, theta, fit_intercept):
         if machines.loss_name == "squared":
             rw = (w[:, None] * machines.mask).ravel()
             best = least_squares_minimum(
-                machines.Z.reshape(-1, machines.p), machines.Y.reshape(len(rw), -1), rw,
-                machines.alpha, machines.penalized, T,
+                machines.Z.reshape(-1, machines.p),
+                machines.Y.reshape(len(rw), -1),
+                rw,
+                machines.alpha,
+                machines.penalized,
+                T,
             )
             f_min = min(f, F(best))
         else:
@@ -478,8 +481,9 @@ def check_machine_labels(groups):
     if groups.dtype.kind == "f":
         missing = np.isnan(groups)
     elif groups.dtype.kind == "O":
-        missing = np.array([g is None or (isinstance(g, float) and g != g) for g in groups],
-                           dtype=bool)
+        missing = np.array(
+            [g is None or (isinstance(g, float) and g != g) for g in groups], dtype=bool
+        )
     else:
         return groups
     if missing.any():

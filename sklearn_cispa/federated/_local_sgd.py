@@ -527,9 +527,7 @@ class LocalSGDRegressor(RegressorMixin, _BaseLocalSGD):
         self._check_torch_rows(X)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         theta_init = self._theta_from_fit(X.shape[1])
-        theta = self._fit(
-            X, y, groups, "squared", y[:, None], 1, theta_init, sample_weight
-        )
+        theta = self._fit(X, y, groups, "squared", y[:, None], 1, theta_init, sample_weight)
         d = X.shape[1]
         self.coef_ = theta[:d, 0].copy()
         self.intercept_ = float(theta[d, 0]) if self.fit_intercept else 0.0
