@@ -90,7 +90,6 @@ def run(*, quick, out_dir, random_state):
         fig.tight_layout()
         figures = save_figure(fig, out_dir, "local_sgd_vs_minibatch.png")
     low_mb, high_mb = stats[("low", "minibatch")][0], stats[("high", "minibatch")][0]
-    low_acc = stats[("low", "accelerated_minibatch")][0]
     reproduced = bool(low_mb < 1 and high_mb > 1)
     verdict = (
         f"local/minibatch excess loss = {fmt_pm(*stats[('low', 'minibatch')])} at "
@@ -103,10 +102,14 @@ def run(*, quick, out_dir, random_state):
     if reproduced:
         verdict = "Reproduces: " + verdict
         verdict += "Local SGD wins at low and loses at high heterogeneity"
+        within = (
+            abs(stats[("low", "accelerated_minibatch")][0] - 1)
+            <= stats[("low", "accelerated_minibatch")][1]
+        )
         verdict += (
-            " against both baselines."
-            if low_acc < 1
-            else ", but not against accelerated minibatch SGD at low heterogeneity."
+            " against minibatch SGD; against accelerated minibatch SGD the low-heterogeneity "
+            "ratio is " + ("within" if within else "beyond") + " one seed standard deviation "
+            "of 1."
         )
     else:
         verdict = "Does not reproduce: " + verdict
@@ -115,11 +118,9 @@ def run(*, quick, out_dir, random_state):
         for k, r in runs.items()
     }
     verdict += (
-        f" Accelerated/plain minibatch excess loss: {acc_mb['low']:.2f} (low), "
-        f"{acc_mb['high']:.2f} (high): on these quadratics (condition number about 10, "
-        "R = 20, noise 0.1) Nesterov momentum with a constant step "
-        + ("does not improve on" if min(acc_mb.values()) >= 1 else "improves on")
-        + " minibatch SGD."
+        f" Accelerated/plain minibatch mean excess loss: {acc_mb['low']:.2f} (low), "
+        f"{acc_mb['high']:.2f} (high), on quadratics of condition number about 10 with "
+        "R = 20 and noise 0.1 (Nesterov momentum, constant step)."
     )
     if extra:
         bits = []
