@@ -18,7 +18,7 @@ __all__ = ["empirical_ntk", "graphon_ntk", "make_graphon_mlp", "ntk_spectrum_sta
 # cells of the (K, chunk, n_Y) arrays held at once by graphon_ntk
 _NTK_CHUNK_CELLS = 2**22
 # Jacobians of empirical_ntk are cached when they take fewer bytes than this
-_JACOBIAN_CACHE_BYTES = 2**28
+_JACOBIAN_CACHE_BYTES = 2**30
 
 
 # --------------------------------------------------------------------------------------
@@ -436,10 +436,11 @@ def make_graphon_mlp(
         "masks": [dict, None],
         "output": [StrOptions({"trace"}), Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "exclude_bias": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
-def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
+def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64, exclude_bias=False):
     """Empirical neural tangent kernel of a torch module, in float64, by ``torch.func``.
 
     :math:`\\Theta(x, y) = \\sum_p \\sum_o J_{o,p}(x) J_{o,p}(y)` over the trainable
@@ -461,8 +462,16 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
     output : "trace" or int, default="trace"
         "trace" sums the kernels of all outputs; an int selects one output.
     batch_size : int, default=64
-        Rows per Jacobian chunk (memory: ``batch_size x n_outputs x n_parameters``
-        floats).
+        Rows per Jacobian chunk. When the Jacobians of all rows of Y take at most 1 GiB
+        (``n_Y x n_outputs x n_parameters`` float64) they are held at once and the
+        kernel is one matrix product; beyond that, memory is bounded by two chunks
+        (``batch_size x n_outputs x n_parameters`` floats each) and Jacobians are
+        recomputed per block.
+    exclude_bias : bool, default=False
+        Leave the bias parameters (names ending in ``bias``) out of the kernel, as if
+        they were frozen. The bias gradients add a near-constant block to the kernel of a
+        standard MLP that dominates its top eigenvalue (see Notes of
+        :func:`ntk_spectrum_stats`); the paper's networks are bias-free.
 
     Returns
     -------
@@ -497,9 +506,15 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
     """
     from torch.func import functional_call, jacrev, vmap
 
-    params = {n: p for n, p in module.named_parameters() if p.requires_grad}
+    def _excluded(name):
+        return exclude_bias and name.rsplit(".", 1)[-1] == "bias"
+
+    params = {n: p for n, p in module.named_parameters() if p.requires_grad and not _excluded(n)}
     if not params:
-        raise ValueError("the module has no trainable parameter.")
+        raise ValueError(
+            "the module has no trainable parameter"
+            + (" besides its biases (exclude_bias=True)." if exclude_bias else ".")
+        )
     device = next(iter(params.values())).device
     params = {n: p.detach().to(torch.float64) for n, p in params.items()}
     buffers = {
@@ -512,7 +527,7 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
         {
             n: (p.detach().to(torch.float64) if p.is_floating_point() else p.detach())
             for n, p in module.named_parameters()
-            if not p.requires_grad
+            if not p.requires_grad or _excluded(n)
         }
     )
     mask_t = {}
@@ -545,14 +560,21 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
         out = functional_call(module, (p, buffers), (x.unsqueeze(0),)).reshape(-1)
         return out if output == "trace" else out[output : output + 1]
 
-    def jac(rows):
+    def jac(rows, dest=None):
+        """Flat per-row Jacobians ``(chunk, n_out * P)``, written into ``dest`` when given
+        (one copy: the kernel sums over outputs and parameters alike)."""
         J = vmap(jacrev(f), in_dims=(None, 0))(params, rows)
-        flat = []
+        if dest is None:
+            dest = torch.empty(len(rows), n_flat, dtype=torch.float64, device=device)
+        col = 0
         for name, g in J.items():
             if name in mask_t:
                 g = g * mask_t[name]
-            flat.append(g.reshape(g.shape[0], g.shape[1], -1))
-        return torch.cat(flat, dim=2)  # (chunk, n_out, P)
+            g = g.reshape(len(rows), n_out, -1)
+            width = g.shape[2]
+            dest.view(len(rows), n_out, -1)[:, :, col : col + width] = g
+            col += width
+        return dest
 
     try:
         module.eval()
@@ -562,6 +584,7 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
             raise ValueError(f"output={output} but the module has {n_all} outputs.")
         n_out = n_all if output == "trace" else 1
         n_par = sum(p.numel() for p in params.values())
+        n_flat = n_out * n_par
         chunks_x = [Xt[i : i + batch_size] for i in range(0, len(Xt), batch_size)]
         chunks_y = (
             chunks_x
@@ -569,21 +592,33 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
             else [Yt[i : i + batch_size] for i in range(0, len(Yt), batch_size)]
         )
         cache = len(Yt) * n_out * n_par * 8 <= _JACOBIAN_CACHE_BYTES
-        cached = [jac(c) for c in chunks_y] if cache else None
-        out = torch.empty(len(Xt), len(Yt), dtype=torch.float64, device=device)
-        r0 = 0
-        for i, cx in enumerate(chunks_x):
-            Jx = cached[i] if (cache and Y is None) else jac(cx)
-            c0 = 0
-            for j, cy in enumerate(chunks_y):
-                if Y is None and j < i:
-                    block = out[c0 : c0 + len(cy), r0 : r0 + len(cx)].T
-                else:
-                    Jy = cached[j] if cache else (Jx if Y is None and j == i else jac(cy))
-                    block = torch.einsum("aop,bop->ab", Jx, Jy)
-                out[r0 : r0 + len(cx), c0 : c0 + len(cy)] = block
-                c0 += len(cy)
-            r0 += len(cx)
+        if cache:
+            # every Jacobian of Y held at once: one matrix product per chunk of X (all of
+            # it when Y is X), as fast as one vmap(jacrev) call on the whole batch
+            Jy = torch.empty(len(Yt), n_flat, dtype=torch.float64, device=device)
+            r0 = 0
+            for c in chunks_y:
+                jac(c, Jy[r0 : r0 + len(c)])
+                r0 += len(c)
+            if Y is None:
+                out = Jy @ Jy.T
+                out = torch.triu(out) + torch.triu(out, 1).T  # exactly symmetric
+            else:
+                out = torch.cat([jac(cx) @ Jy.T for cx in chunks_x], dim=0)
+        else:
+            out = torch.empty(len(Xt), len(Yt), dtype=torch.float64, device=device)
+            r0 = 0
+            for i, cx in enumerate(chunks_x):
+                Jx = jac(cx)
+                c0 = 0
+                for j, cy in enumerate(chunks_y):
+                    if Y is None and j < i:
+                        block = out[c0 : c0 + len(cy), r0 : r0 + len(cx)].T
+                    else:
+                        block = Jx @ (Jx if Y is None and j == i else jac(cy)).T
+                    out[r0 : r0 + len(cx), c0 : c0 + len(cy)] = block
+                    c0 += len(cy)
+                r0 += len(cx)
     except RuntimeError as exc:
         raise ValueError(
             f"calling the module (in float64) on X of shape {tuple(Xt.shape)} failed: {exc}"
@@ -608,10 +643,11 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64):
         "kernel": ["array-like"],
         "n_top": [Interval(numbers.Integral, 1, None, closed="left")],
         "fit_range": [tuple, list, None],
+        "center": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
-def ntk_spectrum_stats(kernel, n_top=5, fit_range=None):
+def ntk_spectrum_stats(kernel, n_top=5, fit_range=None, center=False):
     """Spectral summaries of a kernel matrix: the paper's trainability proxies.
 
     Parameters
@@ -623,6 +659,10 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None):
     fit_range : tuple of int, default=None
         ``(k_lo, k_hi)``, 1-based and inclusive, the eigenvalue indices of the power-law
         fit. None fits every eigenvalue above ``1e-12 * lambda_1``.
+    center : bool, default=False
+        Centre the kernel first, :math:`H K H` with :math:`H = I - 11^T / n`: the
+        spectrum of the kernel on functions of zero mean over the sample, without the
+        constant mode (a shift of every output by one value).
 
     Returns
     -------
@@ -661,6 +701,9 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None):
     K = check_array(kernel, dtype=np.float64, input_name="kernel")
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"kernel must be square, got shape {K.shape}.")
+    if center and K.shape[0] >= 2:
+        K = K - K.mean(axis=0, keepdims=True)
+        K = K - K.mean(axis=1, keepdims=True)
     if K.shape[0] < 2:
         raise ValueError(
             "kernel must be at least 2 x 2: the spectral gap and the decay exponent "
