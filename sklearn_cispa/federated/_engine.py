@@ -7,6 +7,7 @@ is a sum over the first axis) and on a ``torch.distributed`` group (one machine 
 process, averaging is an ``all_reduce``): only the reducer differs.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -118,6 +119,7 @@ class Machines:
         self.A_bar = np.tensordot(self.weights, self.A, axes=1)
         self.c_bar = np.tensordot(self.weights, self.c, axes=1)
         self.yy_bar = float(self.weights @ self.yy)
+        self.weight_sum = float(self.weights.sum())
 
     def smoothness(self):
         """max_m of this process's curvature bound ``c * lambda_max(A_m) + alpha``."""
@@ -174,13 +176,12 @@ class Machines:
         """``sum_m weight_m F_m(theta)`` over the machines held here (``weights`` defaults
         to the averaging weights: this process's share of ``F``)."""
         if self.loss_name == "squared" and weights is None:
-            f = 0.5 * np.sum(theta * (self.A_bar @ theta)) - np.sum(theta * self.c_bar)
-            f = f + self.yy_bar
+            t = theta.ravel()
+            f = 0.5 * float(t @ (self.A_bar @ theta).ravel()) - float(t @ self.c_bar.ravel())
+            f += self.yy_bar
             if self.alpha:
-                f = f + 0.5 * self.alpha * float(np.sum(self.penalized * theta**2)) * float(
-                    self.weights.sum()
-                )
-            return float(f)
+                f += 0.5 * self.alpha * self.weight_sum * float((self.penalized * theta**2).sum())
+            return f
         w = self.weights if weights is None else weights
         return float(w @ self.losses(theta))
 
@@ -233,6 +234,39 @@ class ClientSampler:
         return np.isin(self.held, picked).astype(np.float64)
 
 
+def _diverged(name, r, R):
+    warnings.warn(
+        f"{name} diverged in round {r + 1} of {R}: the averaged loss is not "
+        f"finite. coef_ holds the last finite averaged iterate (after round {r}). "
+        "Use step_size='auto', a smaller step_size, or standardise the features.",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+def _full_batch_gd(machines, theta, eta, R, name, verbose):
+    """Deterministic full-batch minibatch SGD on least squares, in one process: gradient
+    descent on ``F``, whose Hessian ``A`` (ridge included) and ``c`` are summed once. One
+    matrix-vector product per round gives both the step and the next loss."""
+    A = machines.A_bar + machines.alpha * machines.weight_sum * np.diagflat(machines.penalized)
+    c, yy = machines.c_bar, machines.yy_bar
+    loss_curve = np.full(R, np.nan)
+    every = max(1, R // 10)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        At = A @ theta
+        for r in range(R):
+            new = theta - eta * (At - c)
+            At = A @ new
+            f = 0.5 * float(new.ravel() @ At.ravel()) - float(new.ravel() @ c.ravel()) + yy
+            if not (math.isfinite(f) and np.isfinite(new).all()):
+                _diverged(name, r, R)
+                break
+            theta, loss_curve[r] = new, f
+            if verbose and ((r + 1) % every == 0 or r == R - 1):
+                print(f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error 0")
+    return theta, loss_curve, np.zeros(R)
+
+
 def run_local_sgd(
     machines,
     theta0,
@@ -281,7 +315,10 @@ def run_local_sgd(
     squared = machines.loss_name == "squared"
     ridge = machines.alpha * machines.penalized  # (p, 1)
     affine = None
+    simulate = isinstance(reducer, SimulateReducer)
     every = max(1, R // 10)
+    if algorithm == "minibatch" and deterministic and squared and sampler is None and simulate:
+        return _full_batch_gd(machines, theta_bar, eta, R, name, verbose)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if algorithm == "local" and deterministic and squared:
             affine = _local_round_map(machines, eta, K)
@@ -309,11 +346,13 @@ def run_local_sgd(
                     # the K full-batch gradients at one point are equal: evaluate one
                     if sampler is None:
                         g = machines.A_bar @ point - machines.c_bar
-                        g = g + ridge * point * float(weights.sum())
+                        if machines.alpha:
+                            g = g + ridge * point * machines.weight_sum
                     else:
                         g = np.tensordot(w, machines.A @ point - machines.c, axes=1)
-                        g = g + ridge * point * float(w.sum())
-                    G = reducer.sum(g[None])
+                        if machines.alpha:
+                            g = g + ridge * point * float(w.sum())
+                    G = g if simulate else reducer.sum(g[None])
                 else:
                     th = np.repeat(point[None], machines.M, axis=0)
                     Gm = machines.grad(th, rngs, batch_size, sigma)
@@ -322,8 +361,10 @@ def run_local_sgd(
                     G = reducer.sum(w[:, None, None] * Gm) / K
                 new_bar = point - eta * G
                 previous = theta_bar
-            f = float(reducer.sum(np.array([machines.weighted_loss(new_bar)])))
-            if not (np.isfinite(f) and np.all(np.isfinite(new_bar))):
+            f = machines.weighted_loss(new_bar)
+            if not simulate:
+                f = float(reducer.sum(np.array([f])))
+            if not (math.isfinite(f) and np.isfinite(new_bar).all()):
                 warnings.warn(
                     f"{name} diverged in round {r + 1} of {R}: the averaged loss is not "
                     f"finite. coef_ holds the last finite averaged iterate (after round {r}). "

@@ -174,7 +174,10 @@ class _BaseLocalSGD(BaseEstimator):
             weights = np.full(len(shards), 1.0 / len(shards))
         else:
             weights = sizes / sizes.sum()
-        rngs = [machine_stream(stream_seed, m) for m in range(len(shards))]
+        # the streams are used only by minibatches and gradient noise (their set-up costs
+        # more than a deterministic full-batch fit of a few hundred rounds)
+        stochastic = self.batch_size is not None or self.gradient_noise > 0
+        rngs = [machine_stream(stream_seed, m) for m in range(len(shards))] if stochastic else None
         return shards, labels, weights, rngs, split_seed, np.arange(len(shards))
 
     def _fit(self, X, y, groups, loss, Y, k, theta_init, sample_weight=None):
