@@ -40,8 +40,10 @@ from sklearn_cispa.report import compare_algorithms, local_gd_bias
 # ---------------------------------------
 X, y, groups = make_heterogeneous_quadratics(tau=0.05, zeta=2.0, mu=0.1, random_state=0)
 h = heterogeneity(X, y, groups, fit_intercept=False)
-print(f"tau = {h['tau']:.3f}, zeta_star = {h['zeta_star']:.3f}, "
-      f"tau * zeta_star = {h['tau_zeta']:.3f}, Q = {h['Q']}")
+print(
+    f"tau = {h['tau']:.3f}, zeta_star = {h['zeta_star']:.3f}, "
+    f"tau * zeta_star = {h['tau_zeta']:.3f}, Q = {h['Q']}"
+)
 
 # %%
 # Bias of local gradient descent over (tau, zeta_star)
@@ -55,8 +57,7 @@ ax = axes[0, 0]
 mesh = ax.pcolormesh(zetas, taus, bias, norm=LogNorm(), shading="nearest", cmap="viridis")
 fig.colorbar(mesh, ax=ax, label="F(x_R) - F*  (K = 20)")
 Z, T = np.meshgrid(np.geomspace(zetas[0], zetas[-1], 50), np.geomspace(taus[0], taus[-1], 50))
-contours = ax.contour(Z, T, Z * T, levels=[0.005, 0.02, 0.08, 0.3], colors="white",
-                      linewidths=0.8)
+contours = ax.contour(Z, T, Z * T, levels=[0.005, 0.02, 0.08, 0.3], colors="white", linewidths=0.8)
 ax.clabel(contours, fmt="tau*zeta*=%g", fontsize=7)
 ax.set_xscale("log")
 ax.set_yscale("log")
@@ -81,8 +82,12 @@ for ax, ((tau, zeta), kind) in zip([axes[0, 1], axes[0, 2], axes[1, 0], axes[1, 
     res = compare_algorithms(tau, zeta, seeds=(0, 1))
     for algorithm, color in colors.items():
         curve = np.median(np.array(res[algorithm]["curves"]), axis=0)
-        ax.semilogy(np.arange(1, 21), curve, color=color,
-                    label=f"{algorithm} (eta={res[algorithm]['eta']:.2g})")
+        ax.semilogy(
+            np.arange(1, 21),
+            curve,
+            color=color,
+            label=f"{algorithm} (eta={res[algorithm]['eta']:.2g})",
+        )
     ax.set_xlabel("round")
     ax.set_ylabel("F(x) - F*")
     ax.set_title(f"{kind}: tau={tau:g}, zeta*={zeta:g}", fontsize=9)
@@ -99,8 +104,9 @@ for tau, dash in ((0.0, "-"), (0.09, "--")):
     est = LocalSGDRegressor(local_steps=20, rounds=60, step_size=0.5, fit_intercept=False)
     est.fit(X, y, groups=groups)
     ax.semilogy(est.consensus_error_, dash, label=f"consensus error, tau={tau}")
-    ax.semilogy(np.maximum(est.loss_curve_ - problem.f_star_, 1e-16), ":",
-                label=f"F - F*, tau={tau}")
+    ax.semilogy(
+        np.maximum(est.loss_curve_ - problem.f_star_, 1e-16), ":", label=f"F - F*, tau={tau}"
+    )
 ax.set_xlabel("round")
 ax.set_title("machines drift apart within every round")
 ax.legend(fontsize=7)
