@@ -134,21 +134,26 @@ def test_accelerated_classifier_iterates_equal_a_plain_implementation():
 
 
 def test_accelerated_beats_minibatch_on_an_ill_conditioned_quadratic():
-    # closed-form fact: with eta = 1/L, after R rounds GD's error on a direction of
-    # curvature mu is (1 - mu/L)^R, Nesterov's is far smaller for R ~ sqrt(L/mu) << L/mu
-    X, y, g = make_heterogeneous_quadratics(
-        n_machines=4, n_features=5, tau=0.0, zeta=1.0, mu=1e-3, random_state=0
+    # closed-form fact: with eta = 1/L, GD's error on a direction of curvature mu decays
+    # like (1 - mu/L)^R, Nesterov's like (1 - sqrt(mu/L))^R: far faster at L/mu = 1e3
+    X, y, g, prob = make_heterogeneous_quadratics(
+        n_machines=4,
+        n_features=5,
+        tau=0.0,
+        zeta=1.0,
+        mu=1e-3,
+        return_problem=True,
+        random_state=0,
     )
-    out = {}
+    excess = {}
     for algorithm in ("minibatch", "accelerated_minibatch"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est = LocalSGDRegressor(
                 algorithm=algorithm, local_steps=1, rounds=300, fit_intercept=False
             ).fit(X, y, groups=g)
-        out[algorithm] = est.loss_curve_[-1] - est.loss_curve_.min()
-        out[algorithm + "_last"] = est.loss_curve_[-1]
-    assert out["accelerated_minibatch_last"] < out["minibatch_last"]
+        excess[algorithm] = est.loss_curve_[-1] - prob.f_star_
+    assert excess["accelerated_minibatch"] < 0.1 * excess["minibatch"], excess
 
 
 @pytest.mark.parametrize("algorithm", ["local", "minibatch", "accelerated_minibatch"])
@@ -226,3 +231,24 @@ def test_sample_weight_is_validated():
         LocalSGDRegressor().fit(X, y, groups=g, sample_weight=w)
     with pytest.raises(ValueError):
         LocalSGDRegressor(client_fraction=0.0).fit(X, y, groups=g)
+
+
+@pytest.mark.slow
+def test_tuned_comparison_keeps_every_best_step_inside_its_grid():
+    """The paper's message with every arm tuned fairly (issue 34): the grid is extended
+    until each algorithm's best step has a tried neighbour on both sides. Measured (3
+    seeds): local/minibatch 0.72 at tau zeta* = 0.0097 and 15.9 at 0.9; the spec's grid
+    (12 steps in [1e-3, 1]) stopped at minibatch's best step and gave 0.30 at low."""
+    from sklearn_cispa.report._local_sgd_eval import compare_algorithms
+
+    low = compare_algorithms(0.009, 1.08, seeds=(0, 1, 2))
+    high = compare_algorithms(0.09, 10.0, seeds=(0, 1, 2))
+    for res in (low, high):
+        assert all(res[a]["interior"] for a in ("local", "minibatch", "accelerated_minibatch"))
+        assert res["minibatch"]["grid"][-1] >= 2.0  # past minibatch's stability edge
+
+    def ratio(res, peer):
+        return np.mean(res["local"]["excess"]) / np.mean(res[peer]["excess"])
+
+    assert ratio(low, "minibatch") < 1 < 1.2 < ratio(high, "minibatch")
+    assert ratio(high, "accelerated_minibatch") > 1.2
