@@ -3,6 +3,7 @@
 import ast
 import csv
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -357,19 +358,59 @@ def test_page_renders_in_headless_browser(registry, tmp_path):
     check_page_in_browser(tmp_path / "report.html", ["fig", "fig2"], tmp_path)
 
 
+def _fresh_quick_report(path):
+    """The quick report at ``path`` when it was written by this source tree, else None.
+
+    CI runs the README's first command (``python -m sklearn_cispa --quick``) before the
+    suite and names its output in ``SKLEARN_CISPA_QUICK_REPORT``; the end-to-end test then
+    checks that very report instead of computing it a second time. A report older than
+    any source file of the package, or not a quick one, is not used.
+    """
+    report = Path(path) / "report.json"
+    if not report.is_file():
+        return None
+    payload = json.loads(report.read_text())
+    newest_source = max(f.stat().st_mtime for f in PACKAGE.rglob("*.py"))
+    if not payload["meta"].get("quick") or report.stat().st_mtime < newest_source:
+        return None
+    if payload["meta"].get("version") != sklearn_cispa.__version__:
+        return None
+    return Path(path)
+
+
+def test_fresh_quick_report_is_reused_only_when_current(tmp_path):
+    assert _fresh_quick_report(tmp_path) is None  # no report
+    meta = {"quick": True, "version": sklearn_cispa.__version__}
+    (tmp_path / "report.json").write_text(json.dumps({"meta": meta, "rows": []}))
+    assert _fresh_quick_report(tmp_path) == tmp_path
+    (tmp_path / "report.json").write_text(json.dumps({"meta": {**meta, "quick": False}}))
+    assert _fresh_quick_report(tmp_path) is None  # a full report is not the quick one
+    old = min(f.stat().st_mtime for f in PACKAGE.rglob("*.py")) - 10
+    (tmp_path / "report.json").write_text(json.dumps({"meta": meta, "rows": []}))
+    os.utime(tmp_path / "report.json", (old, old))
+    assert _fresh_quick_report(tmp_path) is None  # older than the source
+
+
 @pytest.mark.slow
 def test_quick_report_end_to_end(tmp_path):
-    """The real quick report, as a new user runs it: every row, claim, verdict and figure."""
+    """The real quick report, as a new user runs it: every row, claim, verdict and figure.
+
+    Runs ``python -m sklearn_cispa --quick``, or checks the report that CI's Quick start
+    command has just written (``SKLEARN_CISPA_QUICK_REPORT``, see :func:`_fresh_quick_report`).
+    """
     pytest.importorskip("causallearn")
-    out = tmp_path / "report"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sklearn_cispa", "--quick", "--jobs", "2", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    given = os.environ.get("SKLEARN_CISPA_QUICK_REPORT")
+    out = _fresh_quick_report(given) if given else None
+    if out is None:
+        out = tmp_path / "report"
+        proc = subprocess.run(
+            [sys.executable, "-m", "sklearn_cispa", "--quick", "--jobs", "2", "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((out / "report.json").read_text())["rows"]
     assert {r["name"] for r in rows} == EXPECTED_ROWS
     for row in rows:
