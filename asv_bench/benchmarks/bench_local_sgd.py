@@ -175,7 +175,6 @@ def _plain_minibatch(X, y, g, K, R, eta, batch_size, seed):
     (precomputed ``A_m = X_m^T X_m / n_m``, ``c_m``); with ``batch_size`` every machine
     draws its rows from its own stream (``SeedSequence`` child m), as the library does.
     """
-    from sklearn_cispa.federated._engine import machine_stream
     from sklearn_cispa.utils import spawn_seeds
 
     labels = np.unique(g)
@@ -188,7 +187,11 @@ def _plain_minibatch(X, y, g, K, R, eta, batch_size, seed):
             th = th - eta * np.mean(A @ th - c, axis=0)
         return th
     stream = spawn_seeds(seed, 2)[1]
-    rngs = [machine_stream(stream, m) for m in range(len(labels))]
+    # machine m's stream: child m of SeedSequence(stream seed), as random_state documents
+    rngs = [
+        np.random.default_rng(np.random.SeedSequence(stream, spawn_key=(m,)))
+        for m in range(len(labels))
+    ]
     for _ in range(R):
         G = np.zeros_like(th)
         for (Xm, ym), rng in zip(shards, rngs):
@@ -260,8 +263,9 @@ class TunedComparison:
     timeout = 300
 
     def setup_cache(self):
-        from sklearn_cispa.report._exp_local_sgd import HIGH, LOW
-        from sklearn_cispa.report._local_sgd_eval import compare_algorithms
+        from sklearn_cispa.report import compare_algorithms
+
+        LOW, HIGH = (0.009, 1.08), (0.09, 10.0)  # the report row's (tau, zeta_star)
 
         # the CI smoke run: one seed and a 4-point grid (ratios not meaningful there)
         kw = {"seeds": (0,), "eta_grid": (0.01, 0.1, 1.0, 4.0)} if SMOKE else {"seeds": (0, 1, 2)}
