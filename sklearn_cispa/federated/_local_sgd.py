@@ -503,6 +503,11 @@ class LocalSGDRegressor(RegressorMixin, _BaseLocalSGD):
     >>> h = heterogeneity(X, y, groups, fit_intercept=False)
     >>> bool(np.allclose(est.coef_, h["theta_star"]))  # tau = 0: local GD is unbiased
     True
+    >>> acc = LocalSGDRegressor(algorithm="accelerated_minibatch", client_fraction=0.5,
+    ...                         local_steps=5, rounds=200, fit_intercept=False,
+    ...                         random_state=0).fit(X, y, groups=groups)
+    >>> acc.n_clients_per_round_, acc.n_gradients_
+    (2, 2000)
     """
     )
 
