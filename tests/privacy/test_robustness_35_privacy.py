@@ -39,8 +39,7 @@ def test_flip_rate_cutoff_is_bounded(monkeypatch, n_models):
     cut = flip_rate_cutoff(n_models)
     # normal approximation of the cut: k* ~ B/2 - 1.96 sqrt(B)/2, flip = 1/2 - O(1/B)
     k = n_models / 2 - 1.959964 * np.sqrt(n_models) / 2
-    assert cut == pytest.approx(2 * k * (n_models - k) / (n_models * (n_models - 1.0)),
-                                abs=1e-9)
+    assert cut == pytest.approx(2 * k * (n_models - k) / (n_models * (n_models - 1.0)), abs=1e-9)
     assert 0.0 < cut < 0.5
 
 
