@@ -582,8 +582,8 @@ ROBUSTNESS = {
             "epsilon_1e3": {"epsilon": 1e3},
             "epsilon_1e-300": {"epsilon": 1e-300},
             "lp_epsilon_0": {"bound": "lp", "epsilon": 0.0},
-            # every training label may flip; each solve is capped by time_limit (3 epochs:
-            # the fit makes 2 solves per parameter per epoch, so its time grows with epochs)
+            # every training label may flip; the solves of the whole fit share time_limit
+            # (issue 35: before, each solve had it, 2 per parameter per epoch)
             "mibp_all_flips": {
                 "bound": "mibp", "label_flips": 80, "time_limit": 0.1, "max_epochs": 3
             },
