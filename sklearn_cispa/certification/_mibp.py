@@ -178,10 +178,9 @@ def _warn_if_untrained(theta, X, Y, y_enc, model, shapes, lr):
 
     Failed: the training accuracy is no better than the majority class's, or the
     training hinge loss is not below that of the best constant score (the steps
-    diverged). Gradient
-    descent with a fixed ``lr`` is not invariant to the units of X (an offset or a
-    change of units changes the steps), so in such units the certificate is sound but
-    certifies a model that did not train.
+    diverged). Gradient descent with a fixed ``lr`` is not invariant to the units of X
+    (an offset or a change of units changes the steps), so in such units the
+    certificate is sound but certifies a model that did not train.
     """
     j = _off_scale_feature(X)
     if j is None:
