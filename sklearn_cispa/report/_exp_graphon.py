@@ -44,6 +44,7 @@ def _one_seed(widths, X, y, seed):
         "2000), SNIP about 0.142 at every n; checks: SNIP std > 5x random at the widest n, "
         "distances monotone for both."
     ),
+    cost=(4, 40),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     from sklearn.datasets import load_digits

@@ -23,6 +23,7 @@ LOW, HIGH = (0.009, 1.08), (0.09, 10.0)
         "minibatch SGD wins (paper abstract; its linear-regression figure was not seen). "
         "Spec check: local/minibatch < 1 at small tau * zeta_star, > 1 at large."
     ),
+    cost=(2, 10),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """M = 8, d = 10, mu = 0.1, sigma = 0.1, R = K = 20, 12 step sizes in [1e-3, 1].
