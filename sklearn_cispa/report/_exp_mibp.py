@@ -23,7 +23,8 @@ def _one_seed(seed, n_train, n_epochs, eps):
             max_epochs=n_epochs,
             lr=0.5,
             bound=bound,
-            time_limit=10.0,
+            # the whole fit's budget (issue 35): 10 s per solve, 6 solves per step
+            time_limit=60.0 * n_epochs,
             random_state=seed,
         ).fit(X_tr, y_tr)
         hist = fit.bounds_history_

@@ -24,6 +24,15 @@ def test_huge_lr_raises_diverged(lr):
         lm.perplexity(DOCS)
 
 
+def test_lr_beyond_float32_raises_clear_error():
+    # was: torch's "value cannot be converted to type float without overflow"
+    lm = _lm(lr=1e300)
+    with pytest.raises(ValueError, match="lr=1e\\+300 is too large"):
+        lm.fit(DOCS)
+    with pytest.raises(NotFittedError):
+        lm.perplexity(DOCS)
+
+
 def test_huge_alpha_raises_clear_error():
     with pytest.raises(ValueError, match="alpha=1e\\+300 is too large"):
         _lm(alpha=1e300).fit(DOCS)
