@@ -71,7 +71,8 @@ def _logistic_hessian(Z, prob, loss):
     },
     prefer_skip_nested_validation=True,
 )
-def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="uniform", loss="squared"):
+def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="uniform",
+                  loss="squared"):
     """First- and second-order heterogeneity of the machines' losses at the optimum.
 
     Machine m's loss is the mean loss over its rows plus ``alpha/2 ||w||^2`` (the
@@ -189,12 +190,8 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
             return value, (grad + alpha * penk * theta).ravel()
 
         theta, value, grad_norm = lbfgs_minimum(
-            lambda flat: objective(flat.ravel()),
-            T,
-            np.zeros((p, k)),
-            maxiter=10000,
-            gtol=1e-12,
-            ftol=1e-15,
+            lambda flat: objective(flat.ravel()), T, np.zeros((p, k)),
+            maxiter=10000, gtol=1e-12, ftol=1e-15,
         )
         if (alpha == 0 and value < 1e-6) or grad_norm > 1e-5:
             warnings.warn(
@@ -219,9 +216,9 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
     A_bar = np.einsum("m,mpq->pq", weights, hessians)
     spread = np.array([np.linalg.norm(Hm - A_bar, ord=2) for Hm in hessians])
     zeta_sq = float(weights @ np.sum(grads**2, axis=1))
-    sigma_sq = float(
-        weights @ np.array([np.mean(np.sum((r - r.mean(axis=0)) ** 2, axis=1)) for r in row_grads])
-    )
+    sigma_sq = float(weights @ np.array([
+        np.mean(np.sum((r - r.mean(axis=0)) ** 2, axis=1)) for r in row_grads
+    ]))
     tau = float(spread.max())
     return {
         "zeta_star_sq": zeta_sq,
