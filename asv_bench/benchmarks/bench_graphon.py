@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ._common import SEED, SMOKE, limit_torch_threads, require
+from ._common import SEED, limit_torch_threads, require
 
 K = 16
 
@@ -202,7 +202,7 @@ class EmpiricalNTKVsTorchFunc:
 
         from sklearn_cispa.pruning import empirical_ntk, make_graphon_mlp
 
-        self.X = _digits(32 if SMOKE else 256)[0]  # the CI smoke run: a size that only runs
+        self.X = _digits(256)[0]
         self.net = make_graphon_mlp(
             64, (256,) * 3, graphons=[None, 0.2, 0.2, None], random_state=SEED
         )
