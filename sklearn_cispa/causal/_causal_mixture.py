@@ -861,7 +861,12 @@ class CausalMixtureDiscoverer(BaseEstimator):
         "flexible_noise": ["boolean"],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
+        # joblib's convention: 0 is not a number of jobs
+        "n_jobs": [
+            Interval(numbers.Integral, None, -1, closed="right"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+            None,
+        ],
         "random_state": ["random_state"],
     }
 
