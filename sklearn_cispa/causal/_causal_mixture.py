@@ -204,9 +204,7 @@ class _ScoreCache:
             return False
         if n_items >= PARALLEL_MIN_SCORES:
             return True
-        return self._scored > 0 and n_items * self._seconds / self._scored >= (
-            PARALLEL_MIN_SECONDS
-        )
+        return self._scored > 0 and n_items * self._seconds / self._scored >= (PARALLEL_MIN_SECONDS)
 
     def _map(self, task, items, make_task):
         """``task`` over ``items`` (a list of per-item arguments), in chunks: dealt over
