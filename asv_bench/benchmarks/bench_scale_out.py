@@ -18,8 +18,8 @@ seconds on a quiet 2-core machine:
   Python docs (issue 33; each task keeps to one torch thread). Measured with the same
   cluster outside ASV (``/tmp`` script, 3 alternating repeats, 2-core machine under
   load): 1.75-1.79x at 2 Dask workers, the target's scores identical to the serial
-  fit's; this benchmark's own run gave 1.82x (Dask) and 1.06x (loky: its workers
-  start anew and import torch and transformers inside the timed run).
+  fit's; this benchmark's own run gave 1.82x (Dask) and 1.06x (loky; the cause was
+  not investigated).
 
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process, set up for
