@@ -1227,10 +1227,6 @@ def test_validate_params_pending_names_exist():
 # another branch is a strict xfail in _ISSUE35_PENDING (key: test id), removed when the
 # fix merges.
 _ISSUE35_PENDING = {
-    "torch_divergence[TransformerLanguageModel-lr=1e+300]": (
-        "language/_transformer.py: lr beyond float32 gives torch's raw 'value cannot be "
-        "converted to type float without overflow' (fixed for CharMLPLanguageModel)"
-    ),
     "bounds_order[CriticalNeuronLocator-theta_min>theta_start]": (
         "memorization/_locator.py: theta_min above theta_start is accepted (issue 35, "
         "owned by the memorization branch)"

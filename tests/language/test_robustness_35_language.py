@@ -61,3 +61,14 @@ def test_scoring_refuses_non_documents():
         lm.complete(3, 3)
     # sequences of symbols are still documents
     assert len(lm.complete(list("abc"), 2)) == 2
+
+
+def test_transformer_lr_beyond_the_dtype_range_is_a_clear_error():
+    pytest.importorskip("transformers")
+    from sklearn_cispa.language import TransformerLanguageModel
+
+    cfg = dict(n_layer=1, n_embd=8, n_head=2)
+    for kw in ({"lr": 1e300}, {"lr": 1.0, "weight_decay": 1e300}):
+        model = TransformerLanguageModel(config=cfg, max_steps=2, block_size=8, **kw)
+        with pytest.raises(ValueError, match="too large: the model trains in torch.float32"):
+            model.fit(["abc def", "ghi"])
