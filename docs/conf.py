@@ -51,6 +51,9 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "doc_module": ("sklearn_cispa",),
     "backreferences_dir": "generated/backreferences",
+    # run the examples two at a time (joblib): the CI machine has 2 cores and most
+    # examples keep one of them busy; SPHINX_GALLERY_PARALLEL=1 runs them one by one
+    "parallel": int(os.environ.get("SPHINX_GALLERY_PARALLEL", "2")),
 }
 
 _FIELD_TITLES = {

@@ -3,6 +3,7 @@
 import ast
 import csv
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -357,19 +358,59 @@ def test_page_renders_in_headless_browser(registry, tmp_path):
     check_page_in_browser(tmp_path / "report.html", ["fig", "fig2"], tmp_path)
 
 
+def _fresh_quick_report(path):
+    """The quick report at ``path`` when it was written by this source tree, else None.
+
+    CI runs the README's first command (``python -m sklearn_cispa --quick``) before the
+    suite and names its output in ``SKLEARN_CISPA_QUICK_REPORT``; the end-to-end test then
+    checks that very report instead of computing it a second time. A report older than
+    any source file of the package, or not a quick one, is not used.
+    """
+    report = Path(path) / "report.json"
+    if not report.is_file():
+        return None
+    payload = json.loads(report.read_text())
+    newest_source = max(f.stat().st_mtime for f in PACKAGE.rglob("*.py"))
+    if not payload["meta"].get("quick") or report.stat().st_mtime < newest_source:
+        return None
+    if payload["meta"].get("version") != sklearn_cispa.__version__:
+        return None
+    return Path(path)
+
+
+def test_fresh_quick_report_is_reused_only_when_current(tmp_path):
+    assert _fresh_quick_report(tmp_path) is None  # no report
+    meta = {"quick": True, "version": sklearn_cispa.__version__}
+    (tmp_path / "report.json").write_text(json.dumps({"meta": meta, "rows": []}))
+    assert _fresh_quick_report(tmp_path) == tmp_path
+    (tmp_path / "report.json").write_text(json.dumps({"meta": {**meta, "quick": False}}))
+    assert _fresh_quick_report(tmp_path) is None  # a full report is not the quick one
+    old = min(f.stat().st_mtime for f in PACKAGE.rglob("*.py")) - 10
+    (tmp_path / "report.json").write_text(json.dumps({"meta": meta, "rows": []}))
+    os.utime(tmp_path / "report.json", (old, old))
+    assert _fresh_quick_report(tmp_path) is None  # older than the source
+
+
 @pytest.mark.slow
 def test_quick_report_end_to_end(tmp_path):
-    """The real quick report, as a new user runs it: every row, claim, verdict and figure."""
+    """The real quick report, as a new user runs it: every row, claim, verdict and figure.
+
+    Runs ``python -m sklearn_cispa --quick``, or checks the report that CI's Quick start
+    command has just written (``SKLEARN_CISPA_QUICK_REPORT``, see :func:`_fresh_quick_report`).
+    """
     pytest.importorskip("causallearn")
-    out = tmp_path / "report"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sklearn_cispa", "--quick", "--jobs", "2", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    given = os.environ.get("SKLEARN_CISPA_QUICK_REPORT")
+    out = _fresh_quick_report(given) if given else None
+    if out is None:
+        out = tmp_path / "report"
+        proc = subprocess.run(
+            [sys.executable, "-m", "sklearn_cispa", "--quick", "--jobs", "2", "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((out / "report.json").read_text())["rows"]
     assert {r["name"] for r in rows} == EXPECTED_ROWS
     for row in rows:
@@ -397,3 +438,59 @@ def test_row_listing_reads_literals_without_importing(tmp_path):
     )
     with pytest.raises(ValueError, match="must be literals"):
         list_rows(tmp_path)
+
+
+def _noisy(*, quick, out_dir, random_state):
+    import os
+    import warnings
+
+    print("python print")
+    os.write(1, b"native banner on fd 1\n")  # as a C solver prints its banner
+    os.write(2, b"native note on fd 2\n")
+    warnings.warn("a row's warning", UserWarning)
+    return _ok(quick=quick, out_dir=out_dir, random_state=random_state)
+
+
+def test_row_output_goes_to_its_log_not_the_report(registry, tmp_path, capfd):
+    register_experiment("noisy", title="Noisy")(_noisy)
+    assert _report.main(["--out", str(tmp_path), "--no-progress"]) == 0
+    out, err = capfd.readouterr()
+    for text in ("python print", "native banner", "native note", "a row's warning"):
+        assert text not in out and text not in err
+        assert text in (tmp_path / "noisy" / "log.txt").read_text()
+    assert not (tmp_path / "ok" / "log.txt").exists()  # a silent row leaves no log
+    assert "<row>/log.txt for: noisy" in err
+    rows = {r["name"]: r for r in json.loads((tmp_path / "report.json").read_text())["rows"]}
+    assert rows["noisy"]["log"].endswith("log.txt") and rows["ok"]["log"] == ""
+
+
+def test_progress_in_a_log_says_time_so_far_and_left(registry, tmp_path, capsys):
+    register_experiment("slow_one", title="Slow", cost=(30, 300))(_ok)
+    register_experiment("fast_one", title="Fast", cost=(1, 10))(_ok)
+    assert _report.main(["--quick", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("[")]
+    assert lines[0].startswith("[0/3] running: fast_one (expected 1 s)")
+    assert all("so far, about" in line and "left" in line for line in lines)
+    assert "[3/3] done" in lines[-1] and "about 00:00 left" in lines[-1]
+    # the undeclared row counts as the median of the declared costs
+    assert _report._costs(list(registry.values()), True)["ok"] in (1, 30)
+
+
+def test_costs_are_declared_and_shown_by_help(registry, capsys):
+    register_experiment("costly", title="Costly", cost=(60, 600))(_ok)
+    with pytest.raises(SystemExit):
+        _report.main(["--help"])
+    out = capsys.readouterr().out
+    assert "[60 s quick, 600 s full]" in out and "[? s quick, ? s full]" in out
+    assert "--quick about 2 min in all, the full run about 20 min" in out
+    with pytest.raises(ValueError, match="cost"):
+        register_experiment("bad", title="Bad", cost=(0, 10))(_ok)
+    with pytest.raises(ValueError, match="cost"):
+        register_experiment("bad", title="Bad", cost=(10,))(_ok)
+
+
+def test_every_row_declares_its_cost():
+    for name, info in list_rows().items():
+        assert info.cost is not None and len(info.cost) == 2, name
+        assert 0 < info.cost[0] <= info.cost[1], name

@@ -11,6 +11,8 @@
 - top-5 energy of the empirical NTK for Random and SNIP masks at keep 0.2.
 """
 
+import time
+
 import numpy as np
 
 from ._common import SEED, limit_torch_threads, require
@@ -74,8 +76,9 @@ class DenseKernelVsNeuralTangents:
         layers = []
         for _ in range(3):
             layers += [stax.Dense(1, W_std=1.0, b_std=None, parameterization="ntk"), stax.Relu()]
-        _, _, kernel_fn = stax.serial(*layers, stax.Dense(1, W_std=1.0, b_std=None,
-                                                           parameterization="ntk"))
+        _, _, kernel_fn = stax.serial(
+            *layers, stax.Dense(1, W_std=1.0, b_std=None, parameterization="ntk")
+        )
         return np.asarray(kernel_fn(self.X, None, "ntk"))
 
     def time_graphon_ntk(self):
@@ -109,8 +112,7 @@ class EmpiricalNTK:
         from sklearn_cispa.pruning import make_graphon_mlp
 
         self.X = _digits(n_samples)[0]
-        self.net = make_graphon_mlp(64, (128, 128), graphons=[None, 0.5, None],
-                                    random_state=SEED)
+        self.net = make_graphon_mlp(64, (128, 128), graphons=[None, 0.5, None], random_state=SEED)
         from sklearn_cispa.pruning import empirical_ntk
 
         empirical_ntk(self.net, self.X[:2])  # torch.func's one-off start-up (~4 s) not timed
@@ -184,3 +186,56 @@ class TopEnergyKeep02:
 
     track_top5_energy.params = ["random", "snip"]
     track_top5_energy.param_names = ["method"]
+
+
+class EmpiricalNTKVsTorchFunc:
+    """``empirical_ntk`` (its default ``batch_size``) against a bare
+    ``torch.func.vmap(jacrev)`` on the same model and batch (issue 33: goal <= 1.2x, kernel
+    equal to 1e-6): make_graphon_mlp 64-256-256-256-1 on 256 digits, one torch thread."""
+
+    timeout = 300
+
+    def setup(self):
+        limit_torch_threads(1)
+        import torch
+        from torch.func import functional_call, jacrev, vmap
+
+        from sklearn_cispa.pruning import empirical_ntk, make_graphon_mlp
+
+        self.X = _digits(256)[0]
+        self.net = make_graphon_mlp(
+            64, (256,) * 3, graphons=[None, 0.2, 0.2, None], random_state=SEED
+        )
+        net, Xt = self.net, torch.as_tensor(self.X)
+        params = {k: v.detach() for k, v in net.named_parameters()}
+        buffers = dict(net.named_buffers())
+
+        def f(p, x):
+            return functional_call(net, (p, buffers), (x.unsqueeze(0),)).reshape(-1)
+
+        def peer():
+            J = vmap(jacrev(f), in_dims=(None, 0))(params, Xt)
+            J = torch.cat([j.reshape(j.shape[0], -1) for j in J.values()], dim=1)
+            return (J @ J.T).numpy()
+
+        self.peer = peer
+        self.ours = lambda: empirical_ntk(self.net, self.X)
+        self.ours()  # torch.func's one-off start-up, not timed
+        self.peer()
+
+    def track_ratio_to_torch_func(self):
+        times = {"ours": np.inf, "peer": np.inf}
+        for _ in range(3):
+            for name in ("ours", "peer"):
+                start = time.perf_counter()
+                getattr(self, name)()
+                times[name] = min(times[name], time.perf_counter() - start)
+        return times["ours"] / times["peer"]
+
+    track_ratio_to_torch_func.unit = "ratio"
+
+    def track_max_relative_kernel_difference(self):
+        ours, peer = self.ours(), self.peer()
+        return float(np.max(np.abs(ours - peer)) / np.max(np.abs(peer)))
+
+    track_max_relative_kernel_difference.unit = "max |diff| / max |K|"

@@ -204,9 +204,7 @@ class _ScoreCache:
             return False
         if n_items >= PARALLEL_MIN_SCORES:
             return True
-        return self._scored > 0 and n_items * self._seconds / self._scored >= (
-            PARALLEL_MIN_SECONDS
-        )
+        return self._scored > 0 and n_items * self._seconds / self._scored >= (PARALLEL_MIN_SECONDS)
 
     def _map(self, task, items, make_task):
         """``task`` over ``items`` (a list of per-item arguments), in chunks: dealt over
@@ -861,7 +859,12 @@ class CausalMixtureDiscoverer(BaseEstimator):
         "flexible_noise": ["boolean"],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [numbers.Integral, None],
+        # joblib's convention: 0 is not a number of jobs
+        "n_jobs": [
+            Interval(numbers.Integral, None, -1, closed="right"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+            None,
+        ],
         "random_state": ["random_state"],
     }
 

@@ -1,10 +1,10 @@
 """MIBPCertifier: certified robustness to training-data perturbations (MIBP-Cert)."""
 
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -26,12 +26,19 @@ from sklearn_cispa.certification._interval import (
 from sklearn_cispa.certification._lp import solve_lp_objectives
 from sklearn_cispa.certification._program import certify_program, expr_data, step_program
 from sklearn_cispa.certification._scaling import normalise_objective, normalise_program
-from sklearn_cispa.utils import parallel_map, spawn_seeds
+from sklearn_cispa.utils import outer_n_jobs, parallel_map, spawn_seeds
 
 # outward padding of a solver bound (feasibility tolerance of the solvers), section 3.8
 _SOLVER_PAD = 1e-6
 # largest |bound| of a program handed to a solver; beyond it the interval bound is used
 _MAX_MAGNITUDE = 1e15
+# the clock of the time budget (a module attribute, so tests can drive it)
+_clock = time.perf_counter
+
+
+def _share(remaining, n_rounds, limit):
+    """Seconds per solve when ``n_rounds`` rounds of solves share ``remaining`` seconds."""
+    return min(float(limit), max(float(remaining), 0.0) / max(int(n_rounds), 1))
 
 
 def _scip_solve(data, objectives, time_limit, seed):
@@ -151,6 +158,56 @@ def _certify_row(tl, tu, x, n_hidden, n_outputs, pred, nominal, backend, time_li
     return True
 
 
+def _off_scale_feature(X):
+    """Index of the feature farthest from unit scale, or None when all are near it.
+
+    A feature is off scale when its standard deviation is outside [1e-2, 1e2] or its
+    mean is more than 5 standard deviations from 0 (a constant feature: ``|mean| > 1e2``).
+    """
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(std > 0, np.abs(np.log10(std)) / 2.0, 0.0)
+        offset = np.where(std > 0, np.abs(mean) / (5.0 * std), np.abs(mean) / 1e2)
+    badness = np.maximum(spread, offset)
+    j = int(np.argmax(badness))
+    return j if badness[j] > 1.0 else None
+
+
+def _warn_if_untrained(theta, X, Y, y_enc, model, shapes, lr):
+    """Warn when the nominal training failed on features far from unit scale.
+
+    Failed: the training accuracy is no better than the majority class's, or the
+    training hinge loss is not below that of the best constant score (the steps
+    diverged). Gradient descent with a fixed ``lr`` is not invariant to the units of X
+    (an offset or a change of units changes the steps), so in such units the
+    certificate is sound but certifies a model that did not train.
+    """
+    j = _off_scale_feature(X)
+    if j is None:
+        return
+    with np.errstate(all="ignore"):
+        z, _ = forward(theta, X, model, shapes)
+        loss = float(np.mean(np.sum(np.maximum(0.0, 1.0 - Y * z), axis=1)))
+        pred = (z[:, 0] > 0.0).astype(np.intp) if z.shape[1] == 1 else np.argmax(z, axis=1)
+    const = float(np.sum(1.0 - np.abs(Y.mean(axis=0))))
+    acc = float(np.mean(pred == y_enc))
+    majority = float(np.max(np.bincount(y_enc)) / len(y_enc))
+    if loss < const and acc > majority:
+        return
+    warnings.warn(
+        "MIBPCertifier: the nominal training failed (training hinge loss "
+        f"{loss:.3g} against {const:.3g} for the best constant score; training accuracy "
+        f"{acc:.2f} against {majority:.2f} for the majority class), and the features are "
+        f"far from unit scale (feature {j}: mean {X[:, j].mean():.3g}, standard deviation "
+        f"{X[:, j].std():.3g}). Gradient descent with lr={lr!r} does not train in these "
+        "units; the certificate is sound but certifies a poor model. Standardise the "
+        "features (a StandardScaler in a Pipeline: epsilon is then in scaled units and the "
+        "scaler is outside the threat model) or adapt lr and max_epochs to the units.",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 def _finite_or_raise(values, what, epoch, hint):
     if not np.all(np.isfinite(values)):
         raise ValueError(
@@ -205,8 +262,14 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         relaxed, McCormick envelopes) with cvxpy/HiGHS; ``"interval"`` propagates
         intervals (the FullCert baseline, no solver).
     time_limit : float, default=30.0
-        Seconds per solve for ``"mibp"`` (training and certification) and per LP for
-        ``"lp"`` (finite). A solve that hits the limit still gives a sound, looser bound.
+        Time budget in seconds (finite) of the solves of one call of :meth:`fit` and,
+        separately, of one call of :meth:`certify` (``"mibp"`` and ``"lp"``; unused by
+        ``"interval"``). It bounds the whole call, not only each program: at each epoch
+        the seconds left are shared equally over the remaining epochs and the rounds of
+        solves of this epoch (``ceil(2 n_params / n_jobs)``), each solve gets that share
+        (never more than ``time_limit``), and once the budget is spent the remaining
+        epochs use the interval bound (status ``"time_limit"`` in ``solver_stats_``).
+        A solve that hits its limit, or a skipped one, still gives a sound, looser box.
     n_jobs : int, default=None
         Number of joblib workers over the independent solves of one epoch and over test
         rows in :meth:`certify`. ``None`` means 1, ``-1`` all processors; 0 is invalid.
@@ -237,8 +300,9 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     solver_stats_ : list of dict
         One dict per solve with "status", "time" (s), "gap", "epoch", "param" and "sense"
         (``"min"`` or ``"max"``); status "fallback" when the solver gave no finite or no
-        trustworthy bound (see Notes) and the interval bound was used. Empty for
-        ``bound="interval"``.
+        trustworthy bound (see Notes) and the interval bound was used, "time_limit" when
+        the fit's time budget was spent before the solve (the interval bound is used).
+        Empty for ``bound="interval"``.
 
     See Also
     --------
@@ -269,6 +333,15 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     is a solve that aborts with numerical trouble. Inputs whose bounds overflow float64
     (for example ``|X|`` near 1e120 or ``epsilon=1e200``) raise a ValueError.
 
+    Units: the fit is plain gradient descent in the units of ``X``, so an offset or a
+    change of units changes the training (not the soundness of the boxes). The features
+    are not standardised inside ``fit``: statistics computed from the training data
+    would move with the perturbed data, outside the threat model, and the certificate
+    would no longer cover the procedure actually run. ``fit`` instead warns when the
+    nominal training failed (accuracy not above the majority class's, or hinge loss not
+    below the best constant score's) on features far from unit scale
+    (standard deviation outside [1e-2, 1e2] or mean beyond 5 standard deviations).
+
     Row order: the nominal run, the interval pass and the threat model do not depend on
     the order of the training rows except through floating-point rounding of sums; the
     "mibp" and "lp" boxes may differ in their last digits (solver paths depend on the
@@ -283,10 +356,15 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
     bilinear terms. The interval pass and the certification program run through every
     layer in the same way.
 
-    Worst-case wall time of ``fit`` with ``"mibp"``:
-    ``max_epochs * ceil(2 n_params / n_jobs) * time_limit`` plus model building; n_params
-    is F + 1 (linear, two classes), H (F + 2) + 1 (one hidden layer, two classes) or
-    ``sum_l H_l (H_{l-1} + 1)`` over all layers in general (``H_0 = F``, last ``H = O``).
+    Wall time: the solves of one ``fit`` share ``time_limit`` seconds (see the
+    parameter), so ``fit`` with ``"mibp"`` or ``"lp"`` takes at most about ``time_limit``
+    plus the building of the programs of one epoch and the interval passes (cheap); the
+    same holds for one ``certify`` call. n_params, the number of programs of an epoch
+    divided by two, is F + 1 (linear, two classes), H (F + 2) + 1 (one hidden layer, two
+    classes) or ``sum_l H_l (H_{l-1} + 1)`` over all layers in general (``H_0 = F``,
+    last ``H = O``). Because the budget is wall-clock time, a fit that reaches it
+    depends on the machine's speed and load (its boxes stay sound); give a larger
+    ``time_limit`` for reproducible boxes.
 
     Departures from the paper: SCIP (pyscipopt) replaces Gurobi; the paper evaluates one
     hidden layer, deeper networks are this library's generalisation; only the hinge loss
@@ -411,8 +489,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
                 budget = k
         if self.label_flips > n_samples:
             raise ValueError(
-                f"label_flips={self.label_flips} exceeds the number of training rows "
-                f"({n_samples})."
+                f"label_flips={self.label_flips} exceeds the number of training rows ({n_samples})."
             )
         return {
             "epsilon": float(self.epsilon),
@@ -483,6 +560,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             "rescale the features (e.g. with StandardScaler) or lower epsilon, lr or "
             "max_epochs."
         )
+        deadline = _clock() + float(self.time_limit)
         for t in range(1, self.max_epochs + 1):
             start = time.perf_counter()
             try:
@@ -500,7 +578,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
                 tl, tu = il, iu
             else:
                 tl, tu, epoch_stats = self._solver_step(
-                    tl, tu, il, iu, theta, X, Y, threat, t, base_seed
+                    tl, tu, il, iu, theta, X, Y, threat, t, base_seed, deadline
                 )
                 stats.extend(epoch_stats)
             if not (np.all(tl <= theta) and np.all(theta <= tu)):
@@ -515,6 +593,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
                     f"[MIBPCertifier] epoch {t}/{self.max_epochs}: total width "
                     f"{float(np.sum(tu - tl)):.4g}, {time.perf_counter() - start:.2f} s"
                 )
+        _warn_if_untrained(theta, X, Y, y_enc, self._model, self._shapes, lr)
         self.params_ = theta
         self.bounds_history_ = np.stack(history)
         self.param_bounds_ = self.bounds_history_[-1].copy()
@@ -524,28 +603,54 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         self._seed = base_seed
         return self
 
-    def _solver_step(self, tl, tu, il, iu, nominal, X, Y, threat, epoch, base_seed):
+    def _solver_step(self, tl, tu, il, iu, nominal, X, Y, threat, epoch, base_seed, deadline):
         """Solver bounds of one step, intersected with the interval step ``[il, iu]``.
 
         ``nominal`` is the nominal iterate after this step, a point of the reachable set:
         a solver bound that excludes it is untrustworthy and replaced by the interval one.
+        ``deadline`` (a ``_clock`` value) ends the fit's time budget.
         """
         P = tl.shape[0]
+        n_workers = max(1, min(outer_n_jobs(self.n_jobs), 2 * P))
+        n_rounds = -(-2 * P // n_workers) * (self.max_epochs - epoch + 1)
+        limit = _share(deadline - _clock(), n_rounds, self.time_limit)
+        if limit <= 0.0:
+            stats = [
+                {
+                    "status": "time_limit",
+                    "time": 0.0,
+                    "gap": float("nan"),
+                    "epoch": epoch,
+                    "param": k,
+                    "sense": name,
+                }
+                for k in range(P)
+                for name in ("min", "max")
+            ]
+            return il.copy(), iu.copy(), stats
         try:
             prog, objs = step_program(
                 tl, tu, X, Y, threat, float(self.lr), self._model, self._n_hidden()
             )
             data = prog.to_data()
-            magnitude = max(np.max(np.abs(data["lb"]), initial=0.0),
-                            np.max(np.abs(data["ub"]), initial=0.0))
+            magnitude = max(
+                np.max(np.abs(data["lb"]), initial=0.0), np.max(np.abs(data["ub"]), initial=0.0)
+            )
             usable = np.isfinite(magnitude) and magnitude <= _MAX_MAGNITUDE
         except ValueError:  # a non-finite intermediate bound
             usable = False
         if not usable:
             stats = [
-                {"status": "fallback", "time": 0.0, "gap": float("nan"), "epoch": epoch,
-                 "param": k, "sense": name}
-                for k in range(P) for name in ("min", "max")
+                {
+                    "status": "fallback",
+                    "time": 0.0,
+                    "gap": float("nan"),
+                    "epoch": epoch,
+                    "param": k,
+                    "sense": name,
+                }
+                for k in range(P)
+                for name in ("min", "max")
             ]
             return il.copy(), iu.copy(), stats
         objectives = []
@@ -556,15 +661,12 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         seeds = spawn_seeds(base_seed + epoch, len(objectives))
         if self.bound == "mibp":
             norm = normalise_program(data)
-            tasks = [(norm, [obj], self.time_limit, seed) for obj, seed in zip(objectives, seeds)]
+            tasks = [(norm, [obj], limit, seed) for obj, seed in zip(objectives, seeds)]
             results = [r[0] for r in parallel_map(_scip_solve, tasks, n_jobs=self.n_jobs)]
         else:
             norm = normalise_program(data)
-            n_chunks = max(1, min(effective_n_jobs(self.n_jobs), len(objectives)))
-            chunks = np.array_split(np.arange(len(objectives)), n_chunks)
-            tasks = [
-                (norm, [objectives[i] for i in c], self.time_limit, 0) for c in chunks if len(c)
-            ]
+            chunks = np.array_split(np.arange(len(objectives)), n_workers)
+            tasks = [(norm, [objectives[i] for i in c], limit, 0) for c in chunks if len(c)]
             results = [r for out in parallel_map(_lp_task, tasks, n_jobs=self.n_jobs) for r in out]
         new_l, new_u = il.copy(), iu.copy()
         stats = []
@@ -658,9 +760,16 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         -------
         certified : ndarray of bool, shape (n_samples,)
             True iff no training set of the threat model changes the prediction.
+
+        Notes
+        -----
+        For a network with ``"mibp"`` or ``"lp"``, rows that the interval check leaves
+        open are decided by a program each; their solves share ``time_limit`` seconds
+        for the whole call, and rows still open when it is spent are not certified.
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        deadline = _clock() + float(self.time_limit)
         idx = self._pred_index(X)
         n_out = self._n_outputs_
         pred = np.where(idx == 1, 1, -1) if n_out == 1 else idx
@@ -679,12 +788,23 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
                     for c, zi in zip(pred[rows], z)
                 ]
             seeds = spawn_seeds(self._seed, rows.size)
-            tasks = [
-                (tl, tu, X[i], self._n_hidden_, n_out, int(pred[i]), nom, self.bound,
-                 self.time_limit, s)
-                for i, nom, s in zip(rows, nominal, seeds)
-            ]
-            ok[rows] = parallel_map(_certify_row, tasks, n_jobs=self.n_jobs)
+            # the call's time budget: batches of one row per worker, each solve of a
+            # batch gets an equal share of the seconds left over the batches to come;
+            # rows left when it is spent stay uncertified (sound)
+            n_workers = max(1, min(outer_n_jobs(self.n_jobs), rows.size))
+            n_obj = len(nominal[0])
+            starts = range(0, rows.size, n_workers)
+            for b, first in enumerate(starts):
+                limit = _share(deadline - _clock(), (len(starts) - b) * n_obj, self.time_limit)
+                if limit <= 0.0:
+                    ok[rows[first:]] = False
+                    break
+                part = slice(first, first + n_workers)
+                tasks = [
+                    (tl, tu, X[i], self._n_hidden_, n_out, int(pred[i]), nom, self.bound, limit, s)
+                    for i, nom, s in zip(rows[part], nominal[part], seeds[part])
+                ]
+                ok[rows[part]] = parallel_map(_certify_row, tasks, n_jobs=self.n_jobs)
         return ok
 
     def certified_accuracy(self, X, y):
@@ -703,6 +823,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
             ``mean(certify(X) & (predict(X) == y))``.
         """
         check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
         y = column_or_1d(y)
         check_consistent_length(X, y)
         cert = self.certify(X)

@@ -395,6 +395,34 @@ class _BaseNoisyConformal(MetaEstimatorMixin, BaseEstimator):
             )
         warnings.warn(msg, UserWarning, stacklevel=3)
 
+    def _inner_fit_error(self, estimator, exc, X, y):
+        """The wrapped estimator's fit error, with the scale of its inputs when it is
+        an overflow of huge (finite) values: numpy and scipy only say "array must not
+        contain infs or NaNs"."""
+        big_x = float(np.max(np.abs(X), initial=0.0)) if np.size(X) else 0.0
+        y_num = np.asarray(y)
+        big_y = (
+            float(np.max(np.abs(y_num), initial=0.0))
+            if y_num.dtype.kind in "fiu" and y_num.size
+            else 0.0
+        )
+        text = str(exc)
+        overflow = isinstance(exc, ArithmeticError) or any(
+            w in text.lower() for w in ("inf", "nan", "overflow")
+        )
+        if not (overflow and max(big_x, big_y) > 1e100):
+            return exc
+        return ValueError(
+            f"{type(self).__name__}: the wrapped {type(estimator).__name__} failed to fit "
+            f"on the noise-augmented training data ({type(exc).__name__}: {text}). Its "
+            f"inputs reach |X| = {big_x:.3g} and |y| = {big_y:.3g} (sigma={self.sigma!r}): "
+            "values this large overflow inside the estimator's own computation (squares "
+            "and products beyond 1e308). Rescale X (and y) before the wrapper (sigma and "
+            "radius are then in the new units), or wrap a Pipeline that starts with a "
+            "scaler that does not square its input (MaxAbsScaler; StandardScaler "
+            "overflows too), or lower sigma."
+        )
+
     # ---- public API -------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
@@ -441,7 +469,11 @@ class _BaseNoisyConformal(MetaEstimatorMixin, BaseEstimator):
                 )
                 y_aug = np.concatenate([y] * reps, axis=0)
             X_aug = self._model_input(X_aug, fitting=True)
-            self.estimator_ = clone(self.estimator).fit(X_aug, y_aug)
+            estimator = clone(self.estimator)
+            try:
+                self.estimator_ = estimator.fit(X_aug, y_aug)
+            except (ValueError, ArithmeticError) as exc:
+                raise self._inner_fit_error(estimator, exc, X_aug, y_aug) from exc
         if is_clf:
             self.classes_ = np.asarray(self.estimator_.classes_)
         self._clear_calibration()

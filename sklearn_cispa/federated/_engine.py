@@ -7,6 +7,7 @@ is a sum over the first axis) and on a ``torch.distributed`` group (one machine 
 process, averaging is an ``all_reduce``): only the reducer differs.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -81,7 +82,7 @@ class Machines:
         1 for penalized parameters, 0 for the intercept.
     """
 
-    def __init__(self, Zs, Ys, weights, loss, alpha, penalized):
+    def __init__(self, Zs, Ys, weights, loss, alpha, penalized, row_weights=None):
         self.loss_name = loss
         self.M = len(Zs)
         self.n = np.array([len(Z) for Z in Zs])
@@ -90,10 +91,17 @@ class Machines:
         self.Z = np.zeros((self.M, n_max, self.p))
         self.Y = np.zeros((self.M, n_max, self.k))
         self.mask = np.zeros((self.M, n_max))
+        # cumulative row weights of each machine, for weighted minibatch draws
+        self.cum = None
         for m, (Z, Y) in enumerate(zip(Zs, Ys)):
             self.Z[m, : len(Z)] = Z
             self.Y[m, : len(Y)] = Y
-            self.mask[m, : len(Z)] = 1.0 / len(Z)
+            if row_weights is None:
+                self.mask[m, : len(Z)] = 1.0 / len(Z)
+            else:
+                self.mask[m, : len(Z)] = row_weights[m] / row_weights[m].sum()
+        if row_weights is not None:
+            self.cum = [np.cumsum(s) for s in row_weights]
         self.weights = np.asarray(weights, dtype=np.float64)
         self.alpha = float(alpha)
         self.penalized = np.asarray(penalized, dtype=np.float64)[:, None]
@@ -107,6 +115,11 @@ class Machines:
                 "The features (or targets) are too large: X^T X overflows in float64. "
                 "Rescale X, for example with a StandardScaler in a Pipeline."
             )
+        # the machines' weighted sums (this process's share of the objective F)
+        self.A_bar = np.tensordot(self.weights, self.A, axes=1)
+        self.c_bar = np.tensordot(self.weights, self.c, axes=1)
+        self.yy_bar = float(self.weights @ self.yy)
+        self.weight_sum = float(self.weights.sum())
 
     def smoothness(self):
         """max_m of this process's curvature bound ``c * lambda_max(A_m) + alpha``."""
@@ -135,7 +148,20 @@ class Machines:
                 resid = (self._link(self.Z @ theta) - self.Y) * self.mask[:, :, None]
                 g = np.swapaxes(self.Z, 1, 2) @ resid
         else:
-            idx = np.stack([rng.integers(0, n, size=batch_size) for rng, n in zip(rngs, self.n)])
+            if self.cum is None:
+                idx = np.stack(
+                    [rng.integers(0, n, size=batch_size) for rng, n in zip(rngs, self.n)]
+                )
+            else:  # rows drawn with probability proportional to their sample weight
+                idx = np.stack(
+                    [
+                        np.minimum(
+                            np.searchsorted(c, rng.random(batch_size) * c[-1], side="right"),
+                            len(c) - 1,
+                        )
+                        for rng, c in zip(rngs, self.cum)
+                    ]
+                )
             rows = np.arange(self.M)[:, None]
             Zb, Yb = self.Z[rows, idx], self.Y[rows, idx]
             resid = (self._link(Zb @ theta) - Yb) / batch_size
@@ -145,6 +171,19 @@ class Machines:
         if sigma > 0:
             g = g + sigma * np.stack([rng.standard_normal((self.p, self.k)) for rng in rngs])
         return g
+
+    def weighted_loss(self, theta, weights=None):
+        """``sum_m weight_m F_m(theta)`` over the machines held here (``weights`` defaults
+        to the averaging weights: this process's share of ``F``)."""
+        if self.loss_name == "squared" and weights is None:
+            t = theta.ravel()
+            f = 0.5 * float(t @ (self.A_bar @ theta).ravel()) - float(t @ self.c_bar.ravel())
+            f += self.yy_bar
+            if self.alpha:
+                f += 0.5 * self.alpha * self.weight_sum * float((self.penalized * theta**2).sum())
+            return f
+        w = self.weights if weights is None else weights
+        return float(w @ self.losses(theta))
 
     def losses(self, theta):
         """``F_m(theta)`` for every machine held here at the shared ``theta`` (p, k)."""
@@ -177,6 +216,57 @@ def _local_round_map(machines, eta, K):
     return P, q
 
 
+class ClientSampler:
+    """The machines that take part in each round: ``n_chosen`` of ``n_total``, uniformly
+    without replacement, from a stream shared by all processes.
+
+    ``chosen(r)`` returns a 0/1 float array over ``held`` (the indices of the machines held
+    by this process).
+    """
+
+    def __init__(self, seed, n_total, n_chosen, held):
+        self.rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(1,)))
+        self.n_total, self.n_chosen = int(n_total), int(n_chosen)
+        self.held = np.asarray(held)
+
+    def chosen(self):
+        picked = self.rng.choice(self.n_total, size=self.n_chosen, replace=False)
+        return np.isin(self.held, picked).astype(np.float64)
+
+
+def _diverged(name, r, R):
+    warnings.warn(
+        f"{name} diverged in round {r + 1} of {R}: the averaged loss is not "
+        f"finite. coef_ holds the last finite averaged iterate (after round {r}). "
+        "Use step_size='auto', a smaller step_size, or standardise the features.",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+def _full_batch_gd(machines, theta, eta, R, name, verbose):
+    """Deterministic full-batch minibatch SGD on least squares, in one process: gradient
+    descent on ``F``, whose Hessian ``A`` (ridge included) and ``c`` are summed once. One
+    matrix-vector product per round gives both the step and the next loss."""
+    A = machines.A_bar + machines.alpha * machines.weight_sum * np.diagflat(machines.penalized)
+    c, yy = machines.c_bar, machines.yy_bar
+    loss_curve = np.full(R, np.nan)
+    every = max(1, R // 10)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        At = A @ theta
+        for r in range(R):
+            new = theta - eta * (At - c)
+            At = A @ new
+            f = 0.5 * float(new.ravel() @ At.ravel()) - float(new.ravel() @ c.ravel()) + yy
+            if not (math.isfinite(f) and np.isfinite(new).all()):
+                _diverged(name, r, R)
+                break
+            theta, loss_curve[r] = new, f
+            if verbose and ((r + 1) % every == 0 or r == R - 1):
+                print(f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error 0")
+    return theta, loss_curve, np.zeros(R)
+
+
 def run_local_sgd(
     machines,
     theta0,
@@ -189,59 +279,106 @@ def run_local_sgd(
     sigma,
     rngs,
     reducer,
+    sampler=None,
     verbose=0,
     name="LocalSGD",
 ):
-    """Run R rounds of local SGD or minibatch SGD from ``theta0`` (p, k).
+    """Run R rounds of local SGD, minibatch SGD or accelerated minibatch SGD from
+    ``theta0`` (p, k).
+
+    ``algorithm``:
+
+    - "local": every machine takes K steps from the shared model, then the models are
+      averaged;
+    - "minibatch": every machine evaluates K stochastic gradients at the shared model and
+      one step is taken with their average;
+    - "accelerated_minibatch": the same gradients, evaluated at Nesterov's extrapolated
+      point ``y_r = x_r + (r - 1)/(r + 2) (x_r - x_{r-1})`` (round r = 1, 2, ...), and
+      ``x_{r+1} = y_r - eta * g(y_r)``.
+
+    With a ``sampler`` (:class:`ClientSampler`), only the chosen machines' models or
+    gradients enter each round, with their averaging weights renormalised to sum to 1;
+    every machine's stream still advances each round, so a machine's draws do not
+    depend on which rounds it took part in.
 
     Returns ``theta_bar, loss_curve, consensus_error``. When the averaged loss stops being
     finite, a ``ConvergenceWarning`` is raised, the run stops, and the last finite
     averaged iterate is returned (``loss_curve`` is NaN from the diverged round on).
     """
     K, R = int(local_steps), int(rounds)
-    w = machines.weights[:, None, None]
+    weights = machines.weights
     theta_bar = np.array(theta0, dtype=np.float64, copy=True)
+    previous = theta_bar
     loss_curve = np.full(R, np.nan)
     consensus = np.zeros(R)
+    deterministic = batch_size is None and sigma == 0
+    squared = machines.loss_name == "squared"
+    ridge = machines.alpha * machines.penalized  # (p, 1)
     affine = None
-    if algorithm == "local" and batch_size is None and sigma == 0:
-        if machines.loss_name == "squared":
-            with np.errstate(over="ignore", invalid="ignore"):
-                affine = _local_round_map(machines, eta, K)
+    simulate = isinstance(reducer, SimulateReducer)
     every = max(1, R // 10)
-    for r in range(R):
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            th = np.repeat(theta_bar[None], machines.M, axis=0)
+    if algorithm == "minibatch" and deterministic and squared and sampler is None and simulate:
+        return _full_batch_gd(machines, theta_bar, eta, R, name, verbose)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if algorithm == "local" and deterministic and squared:
+            affine = _local_round_map(machines, eta, K)
+        for r in range(R):
+            if sampler is None:
+                w = weights
+            else:
+                w = weights * sampler.chosen()
+                w = w / float(reducer.sum(w))
             if algorithm == "local":
+                th = np.repeat(theta_bar[None], machines.M, axis=0)
                 if affine is not None:
                     th = affine[0] @ th + affine[1]
                 else:
                     for _ in range(K):
                         th = th - eta * machines.grad(th, rngs, batch_size, sigma)
-                new_bar = reducer.sum(w * th)
+                new_bar = reducer.sum(w[:, None, None] * th)
                 dev = np.sum((th - new_bar[None]) ** 2, axis=(1, 2))
-                consensus[r] = reducer.sum(machines.weights * dev)
+                consensus[r] = reducer.sum(w * dev)
             else:
-                G = np.zeros_like(th)
-                for _ in range(K):
-                    G += machines.grad(th, rngs, batch_size, sigma)
-                new_bar = theta_bar - eta * reducer.sum(w * G / K)
-            f = float(reducer.sum(machines.weights * machines.losses(new_bar)))
-        if not (np.isfinite(f) and np.all(np.isfinite(new_bar))):
-            warnings.warn(
-                f"{name} diverged in round {r + 1} of {R}: the averaged loss is not finite. "
-                f"coef_ holds the last finite averaged iterate (after round {r}). "
-                "Use step_size='auto', a smaller step_size, or standardise the features.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-            consensus[r:] = np.nan
-            break
-        theta_bar, loss_curve[r] = new_bar, f
-        if verbose and ((r + 1) % every == 0 or r == R - 1):
-            print(
-                f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error {consensus[r]:.3g}"
-            )
+                point = theta_bar
+                if algorithm == "accelerated_minibatch" and r > 0:
+                    point = theta_bar + (r - 1) / (r + 2) * (theta_bar - previous)
+                if deterministic and squared:
+                    # the K full-batch gradients at one point are equal: evaluate one
+                    if sampler is None:
+                        g = machines.A_bar @ point - machines.c_bar
+                        if machines.alpha:
+                            g = g + ridge * point * machines.weight_sum
+                    else:
+                        g = np.tensordot(w, machines.A @ point - machines.c, axes=1)
+                        if machines.alpha:
+                            g = g + ridge * point * float(w.sum())
+                    G = g if simulate else reducer.sum(g[None])
+                else:
+                    th = np.repeat(point[None], machines.M, axis=0)
+                    Gm = machines.grad(th, rngs, batch_size, sigma)
+                    for _ in range(K - 1):
+                        Gm = Gm + machines.grad(th, rngs, batch_size, sigma)
+                    G = reducer.sum(w[:, None, None] * Gm) / K
+                new_bar = point - eta * G
+                previous = theta_bar
+            f = machines.weighted_loss(new_bar)
+            if not simulate:
+                f = float(reducer.sum(np.array([f])))
+            if not (math.isfinite(f) and np.isfinite(new_bar).all()):
+                warnings.warn(
+                    f"{name} diverged in round {r + 1} of {R}: the averaged loss is not "
+                    f"finite. coef_ holds the last finite averaged iterate (after round {r}). "
+                    "Use step_size='auto', a smaller step_size, or standardise the features.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
+                consensus[r:] = np.nan
+                break
+            theta_bar, loss_curve[r] = new_bar, f
+            if verbose and ((r + 1) % every == 0 or r == R - 1):
+                print(
+                    f"[{name}] round {r + 1}/{R}  loss {f:.6g}  consensus error {consensus[r]:.3g}"
+                )
     return theta_bar, loss_curve, consensus
 
 
@@ -356,8 +493,12 @@ def relative_objective_gap(machines, theta0, theta, fit_intercept):
         if machines.loss_name == "squared":
             rw = (w[:, None] * machines.mask).ravel()
             best = least_squares_minimum(
-                machines.Z.reshape(-1, machines.p), machines.Y.reshape(len(rw), -1), rw,
-                machines.alpha, machines.penalized, T,
+                machines.Z.reshape(-1, machines.p),
+                machines.Y.reshape(len(rw), -1),
+                rw,
+                machines.alpha,
+                machines.penalized,
+                T,
             )
             f_min = min(f, F(best))
         else:
@@ -381,8 +522,9 @@ def check_machine_labels(groups):
     if groups.dtype.kind == "f":
         missing = np.isnan(groups)
     elif groups.dtype.kind == "O":
-        missing = np.array([g is None or (isinstance(g, float) and g != g) for g in groups],
-                           dtype=bool)
+        missing = np.array(
+            [g is None or (isinstance(g, float) and g != g) for g in groups], dtype=bool
+        )
     else:
         return groups
     if missing.any():

@@ -14,9 +14,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_co
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from sklearn_cispa.federated._engine import (
+    ClientSampler,
     Machines,
     SimulateReducer,
     TorchReducer,
@@ -53,8 +60,9 @@ class _BaseLocalSGD(BaseEstimator):
     """Shared fit loop of :class:`LocalSGDRegressor` and :class:`LocalSGDClassifier`."""
 
     _parameter_constraints = {
-        "algorithm": [StrOptions({"local", "minibatch"})],
+        "algorithm": [StrOptions({"local", "minibatch", "accelerated_minibatch"})],
         "n_machines": [Interval(numbers.Integral, 2, None, closed="left")],
+        "client_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
         "local_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "rounds": [Interval(numbers.Integral, 1, None, closed="left")],
         "step_size": [Interval(numbers.Real, 0, None, closed="neither"), StrOptions({"auto"})],
@@ -75,6 +83,7 @@ class _BaseLocalSGD(BaseEstimator):
         n_machines=4,
         local_steps=10,
         rounds=100,
+        client_fraction=1.0,
         step_size="auto",
         batch_size=None,
         gradient_noise=0.0,
@@ -90,6 +99,7 @@ class _BaseLocalSGD(BaseEstimator):
         self.n_machines = n_machines
         self.local_steps = local_steps
         self.rounds = rounds
+        self.client_fraction = client_fraction
         self.step_size = step_size
         self.batch_size = batch_size
         self.gradient_noise = gradient_noise
@@ -107,19 +117,25 @@ class _BaseLocalSGD(BaseEstimator):
             return np.hstack([X, np.ones((X.shape[0], 1))])
         return X
 
-    def _shards(self, X, groups, dist):
-        """Row indices of each machine held by this process, labels, weights, seeds."""
+    def _shards(self, X, groups, dist, sample_weight=None):
+        """Row indices of each machine held by this process, labels, weights, seeds,
+        and the seed of the client sampler."""
         n = X.shape[0]
         split_seed, stream_seed = spawn_seeds(self.random_state, 2)
         if dist is not None:
             rank, world = dist.get_rank(), dist.get_world_size()
-            counts = TorchReducer().sum(np.array([[float(n)]]))[0]
-            weight = 1.0 / world if self.averaging == "uniform" else n / counts
+            mass = float(n if sample_weight is None else sample_weight.sum())
+            counts = TorchReducer().sum(np.array([[mass]]))[0]
+            weight = 1.0 / world if self.averaging == "uniform" else mass / counts
+            # every rank must choose the same machines: agree on one seed
+            shared = int(TorchReducer().max(np.array([[float(split_seed)]]))[0])
             return (
                 [np.arange(n)],
                 np.arange(world),
                 np.array([weight]),
                 [machine_stream(stream_seed, rank)],
+                shared,
+                np.array([rank]),
             )
         if groups is None:
             if self.n_machines > n:
@@ -144,15 +160,27 @@ class _BaseLocalSGD(BaseEstimator):
                     "least 2 machines."
                 )
             shards = [np.flatnonzero(codes == m) for m in range(len(labels))]
-        sizes = np.array([len(s) for s in shards], dtype=np.float64)
+        if sample_weight is None:
+            sizes = np.array([len(s) for s in shards], dtype=np.float64)
+        else:
+            sizes = np.array([sample_weight[s].sum() for s in shards], dtype=np.float64)
+            empty = np.flatnonzero(~(sizes > 0))
+            if len(empty):
+                raise ValueError(
+                    f"machine {labels[empty[0]]!r} has a total sample_weight of 0: every "
+                    "machine needs rows of positive weight."
+                )
         if self.averaging == "uniform":
             weights = np.full(len(shards), 1.0 / len(shards))
         else:
             weights = sizes / sizes.sum()
-        rngs = [machine_stream(stream_seed, m) for m in range(len(shards))]
-        return shards, labels, weights, rngs
+        # the streams are used only by minibatches and gradient noise (their set-up costs
+        # more than a deterministic full-batch fit of a few hundred rounds)
+        stochastic = self.batch_size is not None or self.gradient_noise > 0
+        rngs = [machine_stream(stream_seed, m) for m in range(len(shards))] if stochastic else None
+        return shards, labels, weights, rngs, split_seed, np.arange(len(shards))
 
-    def _fit(self, X, y, groups, loss, Y, k, theta_init):
+    def _fit(self, X, y, groups, loss, Y, k, theta_init, sample_weight=None):
         dist = None
         if self.backend == "torch":
             dist = _torch_group()
@@ -175,14 +203,31 @@ class _BaseLocalSGD(BaseEstimator):
                 stacklevel=3,
             )
         Z = self._design(X)
-        shards, labels, weights, rngs = self._shards(X, groups, dist)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+        shards, labels, weights, rngs, sampler_seed, held = self._shards(
+            X, groups, dist, sample_weight
+        )
         p = Z.shape[1]
         penalized = np.ones(p)
         if self.fit_intercept:
             penalized[-1] = 0.0
         machines = Machines(
-            [Z[s] for s in shards], [Y[s] for s in shards], weights, loss, self.alpha, penalized
+            [Z[s] for s in shards],
+            [Y[s] for s in shards],
+            weights,
+            loss,
+            self.alpha,
+            penalized,
+            row_weights=None if sample_weight is None else [sample_weight[s] for s in shards],
         )
+        n_total = len(labels)
+        n_chosen = max(1, int(round(self.client_fraction * n_total)))
+        sampler = None
+        if n_chosen < n_total:
+            sampler = ClientSampler(sampler_seed, n_total, n_chosen, held)
         reducer = SimulateReducer() if dist is None else TorchReducer()
         if self.step_size == "auto":
             H = float(reducer.max(machines.smoothness()))
@@ -203,6 +248,7 @@ class _BaseLocalSGD(BaseEstimator):
             sigma=float(self.gradient_noise),
             rngs=rngs,
             reducer=reducer,
+            sampler=sampler,
             verbose=self.verbose,
             name=type(self).__name__,
         )
@@ -223,7 +269,8 @@ class _BaseLocalSGD(BaseEstimator):
         self.step_size_ = eta
         self.loss_curve_ = loss_curve
         self.consensus_error_ = consensus
-        self.n_gradients_ = int(self.rounds * self.local_steps * self.n_machines_)
+        self.n_clients_per_round_ = n_chosen
+        self.n_gradients_ = int(self.rounds * self.local_steps * n_chosen)
         self.n_iter_ = int(self.rounds)
         return theta
 
@@ -254,12 +301,16 @@ class _BaseLocalSGD(BaseEstimator):
 
 
 _COMMON_PARAMS_DOC = """
-    algorithm : {"local", "minibatch"}, default="local"
+    algorithm : {"local", "minibatch", "accelerated_minibatch"}, default="local"
         "local" is local SGD (federated averaging): every machine takes
         ``local_steps`` SGD steps from the shared model, then the models are averaged.
         "minibatch" is minibatch SGD with the same rounds and the same gradient budget:
         every round evaluates all ``local_steps * M`` stochastic gradients at the shared
-        model and takes one step with their average.
+        model and takes one step with their average. "accelerated_minibatch" spends the
+        same gradients at Nesterov's extrapolated point ``y_r = x_r + (r - 1) / (r + 2)
+        (x_r - x_{r-1})`` (round r = 1, 2, ...) and steps ``x_{r+1} = y_r - eta
+        g(y_r)``: the baseline that the theory proves min-max optimal under first-order
+        heterogeneity assumptions alone (see Notes).
     n_machines : int, default=4
         Number of machines when ``groups`` is None: the rows are then split into
         ``n_machines`` shards of near-equal size by a seeded permutation (i.i.d.
@@ -269,6 +320,13 @@ _COMMON_PARAMS_DOC = """
         K, the local steps per round (>= 1).
     rounds : int, default=100
         R, the communication rounds (>= 1).
+    client_fraction : float, default=1.0
+        Share of the machines that take part in each round (client sampling, in
+        (0, 1]): ``max(1, round(client_fraction * M))`` machines are drawn uniformly
+        without replacement every round, from a stream seeded by ``random_state`` (shared
+        by all processes with ``backend="torch"``); only their models (or gradients) are
+        averaged, with their averaging weights renormalised to sum to 1. 1.0 uses every
+        machine every round.
     step_size : float or "auto", default="auto"
         The step size eta (> 0). "auto" is ``1 / H`` with ``H = max_m c * lambda_max(A_m)
         + alpha``, where ``A_m = Z_m^T Z_m / n_m`` is machine m's design Gram matrix
@@ -324,9 +382,13 @@ _COMMON_ATTRS_DOC = """
         ``sum_m weight_m ||theta_m - theta_bar||^2`` just before each averaging (0 for
         "minibatch"). A large value is not a failure: with identical Hessians the
         machines drift apart within a round and the average is still exact.
+    n_clients_per_round_ : int
+        Machines taking part in each round (``M`` unless ``client_fraction < 1``).
     n_gradients_ : int
-        Stochastic gradients evaluated in total, ``rounds * local_steps * M`` (each on
-        ``batch_size`` rows, or on the machine's whole shard).
+        Stochastic gradients the algorithm uses in total, ``rounds * local_steps *
+        n_clients_per_round_`` (each on ``batch_size`` rows, or on the machine's whole
+        shard). The simulation also advances the machines left out of a round, so that
+        a machine's draws do not depend on the sampling; their work is discarded.
     n_iter_ : int
         Number of rounds, ``rounds``.
     n_features_in_ : int
@@ -361,7 +423,23 @@ _NOTES_DOC = """
     100%, raw breast-cancer features 56%, standardised features 0-7%). Standardise
     the features (a ``StandardScaler`` in a ``Pipeline``) or increase ``rounds``.
     Full-batch deterministic least squares computes the K local steps of a round as one
-    affine map (the same iterates up to rounding).
+    affine map, and the K equal full-batch gradients of the minibatch algorithms once
+    (the same iterates up to rounding).
+
+    ``sample_weight`` weights the rows inside their machine: ``F_m`` is the weighted mean
+    of the row losses, minibatch rows are drawn with probability proportional to their
+    weight (so a stochastic gradient is unbiased for the weighted ``F_m``), and with
+    ``averaging="samples"`` the machines are weighted by their total sample weight.
+    Integer weights equal repeating the rows (exactly, for the full batch).
+
+    Accelerated minibatch SGD: the theory's baseline (Woodworth, Patel and Srebro 2020;
+    Patel et al. 2024) is an accelerated stochastic approximation method (AC-SA, Ghadimi
+    and Lan 2012) whose step sizes follow from the problem's constants. This library
+    uses Nesterov's momentum schedule ``(r - 1) / (r + 2)`` with a constant step size,
+    to be tuned like the other algorithms' (for example by a search over
+    ``step_size``); momentum is restarted by every ``fit``, also with ``warm_start``.
+    With gradient noise, a constant step size leaves a noise floor that the decreasing
+    steps of AC-SA would not.
 """
 
 
@@ -425,11 +503,16 @@ class LocalSGDRegressor(RegressorMixin, _BaseLocalSGD):
     >>> h = heterogeneity(X, y, groups, fit_intercept=False)
     >>> bool(np.allclose(est.coef_, h["theta_star"]))  # tau = 0: local GD is unbiased
     True
+    >>> acc = LocalSGDRegressor(algorithm="accelerated_minibatch", client_fraction=0.5,
+    ...                         local_steps=5, rounds=200, fit_intercept=False,
+    ...                         random_state=0).fit(X, y, groups=groups)
+    >>> acc.n_clients_per_round_, acc.n_gradients_
+    (2, 2000)
     """
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Fit the model by R rounds of local (or minibatch) SGD.
 
         Parameters
@@ -441,6 +524,8 @@ class LocalSGDRegressor(RegressorMixin, _BaseLocalSGD):
         groups : array-like of shape (n_samples,), default=None
             The machine of every row. None splits the rows into ``n_machines`` shards
             by a seeded permutation. Must be None with ``backend="torch"``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights (see Notes); None weights every row equally.
 
         Returns
         -------
@@ -450,7 +535,7 @@ class LocalSGDRegressor(RegressorMixin, _BaseLocalSGD):
         self._check_torch_rows(X)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         theta_init = self._theta_from_fit(X.shape[1])
-        theta = self._fit(X, y, groups, "squared", y[:, None], 1, theta_init)
+        theta = self._fit(X, y, groups, "squared", y[:, None], 1, theta_init, sample_weight)
         d = X.shape[1]
         self.coef_ = theta[:d, 0].copy()
         self.intercept_ = float(theta[d, 0]) if self.fit_intercept else 0.0
@@ -527,7 +612,7 @@ class LocalSGDClassifier(ClassifierMixin, _BaseLocalSGD):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Fit the model by R rounds of local (or minibatch) SGD.
 
         Parameters
@@ -539,6 +624,8 @@ class LocalSGDClassifier(ClassifierMixin, _BaseLocalSGD):
         groups : array-like of shape (n_samples,), default=None
             The machine of every row. None splits the rows into ``n_machines`` shards
             by a seeded permutation. Must be None with ``backend="torch"``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights (see Notes); None weights every row equally.
 
         Returns
         -------
@@ -568,7 +655,7 @@ class LocalSGDClassifier(ClassifierMixin, _BaseLocalSGD):
             loss, Y = "logistic", codes[:, None].astype(np.float64)
         else:
             loss, Y = "multinomial", np.eye(len(classes))[codes]
-        theta = self._fit(X, y, groups, loss, Y, Y.shape[1], theta_init)
+        theta = self._fit(X, y, groups, loss, Y, Y.shape[1], theta_init, sample_weight)
         d = X.shape[1]
         self.coef_ = theta[:d].T.copy()
         self.intercept_ = theta[d].copy() if self.fit_intercept else np.zeros(Y.shape[1])

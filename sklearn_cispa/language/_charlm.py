@@ -308,6 +308,13 @@ class CharMLPLanguageModel(BaseEstimator):
                 f"{float(np.finfo(np.float32).max) * batch:.3g} (any alpha far above 1 "
                 "already pins the weights at zero)."
             )
+        if float(self.lr) > float(np.finfo(np.float32).max):
+            del self.vocab_, self._index
+            raise ValueError(
+                f"lr={self.lr:g} is too large: training runs in float32, whose range ends "
+                f"at {float(np.finfo(np.float32).max):.3g}; such a step diverges at once. "
+                "Use a learning rate of order 1e-3..1e-1."
+            )
         net = NeuralNetClassifier(
             module=module,
             criterion=nn.CrossEntropyLoss,

@@ -321,6 +321,16 @@ class TransformerLanguageModel(BaseEstimator):
         pad = adapter.eos if adapter.eos is not None else 0
         n_vocab = len(adapter)
 
+        dtype = next(model.parameters()).dtype
+        limit = float(torch.finfo(dtype).max) if dtype.is_floating_point else np.inf
+        for name, value in (("lr", float(self.lr)),
+                            ("lr * weight_decay", float(self.lr) * float(self.weight_decay))):
+            if value > limit:
+                raise ValueError(
+                    f"{name}={value:g} is too large: the model trains in {dtype}, whose "
+                    f"range ends at {limit:.3g}; such a step diverges at once. Use a "
+                    "learning rate such as 1e-4 to 1e-2."
+                )
         optimizer = torch.optim.AdamW(model.parameters(), lr=float(self.lr),
                                       weight_decay=float(self.weight_decay))
         total, warm = int(self.max_steps), int(self.warmup_steps)

@@ -29,8 +29,27 @@ def _to_numpy(mask, what="mask"):
     return arr
 
 
+def _is_module(obj):
+    return hasattr(obj, "named_buffers") and hasattr(obj, "named_parameters")
+
+
+def _module_masks(module):
+    """The ``torch.nn.utils.prune`` masks of a module: ``{"<param>": buffer "<param>_mask"}``."""
+    masks = {
+        name[: -len("_mask")]: buf for name, buf in module.named_buffers() if name.endswith("_mask")
+    }
+    if not masks:
+        raise ValueError(
+            f"the {type(module).__name__} module carries no torch.nn.utils.prune mask "
+            "(no buffer named '<parameter>_mask'). Pass the masks themselves: the dict "
+            "of prune_at_init(module, ...), a 2-D array (n_out, n_in), or a module pruned "
+            "with torch.nn.utils.prune."
+        )
+    return masks
+
+
 def _is_mask_container(obj):
-    if isinstance(obj, dict):
+    if isinstance(obj, dict) or _is_module(obj):
         return True
     return (hasattr(obj, "detach") or isinstance(obj, np.ndarray)) and obj.ndim >= 2
 
@@ -39,6 +58,8 @@ def _masks_list(masks, layer=None):
     """Read masks in any accepted form into a list of 2-D float64 arrays."""
     if sp.issparse(masks):
         raise TypeError("sparse input is not supported; pass masks as dense arrays.")
+    if _is_module(masks):
+        masks = _module_masks(masks)
     if isinstance(masks, dict):
         if not masks:
             raise ValueError("masks is an empty dict.")
@@ -53,10 +74,11 @@ def _masks_list(masks, layer=None):
             if layer not in masks:
                 raise ValueError(f"layer={layer!r} is not a key of masks: {sorted(masks)}.")
             key = layer
-        return _masks_list(masks[key])
-    if isinstance(masks, list | tuple) and len(masks) and all(
-        _is_mask_container(m) for m in masks
-    ):
+        try:
+            return _masks_list(masks[key])
+        except ValueError as exc:
+            raise ValueError(f"masks[{key!r}]: {exc}") from exc
+    if isinstance(masks, list | tuple) and len(masks) and all(_is_mask_container(m) for m in masks):
         out = []
         for m in masks:
             out.extend(_masks_list(m, layer))
@@ -66,9 +88,18 @@ def _masks_list(masks, layer=None):
         return [arr]
     if arr.ndim == 3:
         return list(arr)
+    if arr.ndim >= 4:
+        raise ValueError(
+            f"got an array of shape {arr.shape}, a convolutional mask (out_channels, "
+            "in_channels, *kernel): a graphon is estimated from a 2-D bi-adjacency matrix. "
+            "Pass mask.reshape(mask.shape[0], -1) (every kernel tap of every input channel "
+            "one input neuron) or mask.any(axis=tuple(range(2, mask.ndim))) (channel-to-"
+            "channel connectivity); the paper estimates graphons of fully connected layers."
+        )
     raise ValueError(
-        f"masks must be one 2-D mask, a 3-D stack of masks, a list of masks or prune_at_init "
-        f"dicts; got an array of shape {arr.shape}. Reshape your data to (n_out, n_in)."
+        f"masks must be one 2-D mask, a 3-D stack of masks, a list of masks, prune_at_init "
+        f"dicts or a module pruned with torch.nn.utils.prune; got an array of shape "
+        f"{arr.shape}. Reshape your data to (n_out, n_in)."
     )
 
 
@@ -318,8 +349,7 @@ class GraphonEstimator(TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, n_blocks=64, layer=None, sort="degree", distance="rms",
-                 random_state=None):
+    def __init__(self, n_blocks=64, layer=None, sort="degree", distance="rms", random_state=None):
         self.n_blocks = n_blocks
         self.layer = layer
         self.sort = sort
@@ -336,8 +366,10 @@ class GraphonEstimator(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         masks : array-like, torch.Tensor, dict or list
-            One 2-D mask, a 3-D stack, a list of masks (any widths) or ``prune_at_init``
-            dicts (see ``layer``).
+            One 2-D mask, a 3-D stack, a list of masks (any widths), ``prune_at_init``
+            dicts or torch modules pruned with ``torch.nn.utils.prune`` (their
+            ``<parameter>_mask`` buffers, keyed ``<parameter>``; see ``layer``).
+            Convolutional masks (4-D) are refused with the reshape to use.
         y : None
             Ignored; present for the Pipeline API.
 

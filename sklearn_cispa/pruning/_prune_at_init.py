@@ -43,7 +43,21 @@ def _as_tensor(value, name, dtype, device):
     if isinstance(value, torch.Tensor):
         t = value.detach()
     else:
-        t = torch.as_tensor(np.asarray(value))
+        arr = np.asarray(value)
+        if arr.dtype.kind == "c":
+            raise ValueError(f"{name} must hold real numbers, got complex values.")
+        if arr.dtype.kind not in "biuf":
+            # object columns (a DataFrame of mixed dtypes, strings) or complex values:
+            # numbers are needed, say so instead of torch's dtype error
+            try:
+                arr = np.asarray(arr, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"{name} must hold real numbers; got dtype {arr.dtype} whose values "
+                    f"cannot be converted to float ({exc}). Encode non-numeric columns "
+                    "first (for example with a ColumnTransformer)."
+                ) from exc
+        t = torch.as_tensor(np.array(arr, copy=True))
     if dtype is not None:
         t = t.to(dtype)
     return t.to(device)

@@ -71,6 +71,8 @@ _HELPERS = {
     "excess_loss": "_local_sgd_eval",
     "local_gd_bias": "_local_sgd_eval",
     "local_vs_minibatch": "_local_sgd_eval",
+    "compare_algorithms": "_local_sgd_eval",
+    "tune_step_size": "_local_sgd_eval",
     # CriticalNeuronLocator (imports torch)
     "activation_ranking": "_neurons_eval",
     "canary_benchmark": "_neurons_eval",

@@ -23,6 +23,7 @@ class RowInfo:
     description: str = ""
     claim: str = ""
     module: str = ""
+    cost: tuple | None = None
 
 
 def _literal(node, where):
@@ -49,7 +50,7 @@ def _decorator_rows(tree, module, where):
             kwargs = {
                 kw.arg: _literal(kw.value, where)
                 for kw in deco.keywords
-                if kw.arg in ("title", "description", "claim")
+                if kw.arg in ("title", "description", "claim", "cost")
             }
             yield RowInfo(name=_literal(deco.args[0], where), module=module, **kwargs)
 

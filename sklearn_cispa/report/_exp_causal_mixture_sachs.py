@@ -34,6 +34,7 @@ def _single_condition_mixed(n_rows, params, random_state):
         "the reference repository. Issue 23 target: directed F1 at least the best peer's (GES, PC, "
         "DirectLiNGAM) and mixed nodes that match the targets better than chance."
     ),
+    cost=(12, 60),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Subsamples of ``load_sachs()`` rows (the same number per condition), log

@@ -22,6 +22,7 @@ STRATEGIES = {
         "ASR figures (LLM targets, LLM judge) are out of scope; spec target on the synthetic "
         "smooth landscape: P(best found) >= 0.40 with 6 unique calls, random 0.30."
     ),
+    cost=(11, 40),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Smooth toy landscape (20 candidates, 32-d embeddings), 6 unique calls.

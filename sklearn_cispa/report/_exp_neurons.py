@@ -29,6 +29,7 @@ QUICK_SETTING = dict(n_chars=6000, n_canaries=5, n_copies=15, heldout_chars=3000
         "controls leave extraction intact (>= 80%), held-out perplexity +< 5%, >= 70% "
         "of the other canaries kept."
     ),
+    cost=(7, 60),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Planted-canary benchmark over 3 seeds (quick: a smaller corpus).

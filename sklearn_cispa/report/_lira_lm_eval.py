@@ -252,3 +252,44 @@ def lm_lira_figures(lira, pool, order_targets=(), fprs=(0.01, 0.001), n_boot=100
             "n_positive": int(positive.sum()),
         }
     return out
+
+
+def lm_epoch_sweep(seed, epochs=(1, 2, 4), n_pool=512, n_reference=16, n_targets=2,
+                   n_jobs=None):
+    """The attack when each model sees its paragraphs only a few times (the paper: once).
+
+    For each number of epochs, references and targets (2-block character GPT-2, 16
+    windows of 64 characters a step) are trained for that many passes over their half
+    of the pool. Returns ``{epochs: {"steps", "auc", "loss_auc", "train_loss",
+    "rho_last", "p_last"}}``; ``train_loss`` is the first target's mean loss per
+    character on the pool (nats), ``rho_last`` the Spearman correlation of members'
+    exposure with the step they were last seen.
+    """
+    from scipy.stats import spearmanr
+    from sklearn.metrics import roc_auc_score
+
+    pool, _ = lm_pool(seed, n_pool)
+    half_chars = sum(len(d) + 1 for d in pool) / 2
+    out = {}
+    for ep in epochs:
+        steps = max(1, round(ep * half_chars / (16 * 65)))
+        lira, pool, _ = lm_lira_audit(seed, n_pool=n_pool, n_reference=n_reference,
+                                      n_targets=n_targets, n_layer=2, max_steps=steps,
+                                      n_jobs=n_jobs)
+        membership = lira.target_keep_.astype(bool)
+        scores = _pooled(lira, fix_variance=lira.fix_variance, online=lira.online)
+        loss = lira.target_stats_.mean(axis=2).astype(np.float64)
+        last, exposure = [], []
+        for t, target in enumerate(lira.targets_):
+            last += list(target.training_order_)
+            exposure += scores[t, np.flatnonzero(membership[t])].tolist()
+        rho, p = spearmanr(exposure, last)
+        out[ep] = {
+            "steps": int(steps),
+            "auc": float(roc_auc_score(membership.ravel(), scores.ravel())),
+            "loss_auc": float(roc_auc_score(membership.ravel(), loss.ravel())),
+            "train_loss": float(-lira.targets_[0].score(pool)),
+            "rho_last": float(rho),
+            "p_last": float(p),
+        }
+    return out

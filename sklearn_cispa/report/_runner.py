@@ -12,6 +12,7 @@ and torch are imported when a row runs.
 """
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import importlib
@@ -22,6 +23,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 from sklearn_cispa.report._catalog import list_rows
@@ -78,19 +80,20 @@ class ExperimentResult:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
-    """A registered row: its name, table title, one-line description, the paper's claim."""
+    """A registered row: its name, title, description, the paper's claim and its cost."""
 
     name: str
     title: str
     func: object
     description: str = ""
     claim: str = ""
+    cost: tuple | None = None
 
 
 _REGISTRY = {}
 
 
-def register_experiment(name, *, title, description="", claim=""):
+def register_experiment(name, *, title, description="", claim="", cost=None):
     """Register ``func(*, quick, out_dir, random_state) -> ExperimentResult`` as a report row.
 
     The arguments must be literals: ``--help`` reads them from the module's source
@@ -107,6 +110,12 @@ def register_experiment(name, *, title, description="", claim=""):
     claim : str, default=""
         The paper's claim (or the spec's re-implementation figure) that the row checks,
         shown beside the measured value.
+    cost : tuple of (float, float), default=None
+        The row's wall seconds when run alone on a quiet 2-core machine, at quick and at
+        full sizes (the rows state the quick one as measured, the full one as measured
+        or estimated from the sizes). ``--help`` adds them up, and the progress report
+        weighs the rows by them to estimate the time left. None: the median of the
+        other rows.
 
     Returns
     -------
@@ -116,7 +125,11 @@ def register_experiment(name, *, title, description="", claim=""):
     def decorator(func):
         if name in _REGISTRY and _REGISTRY[name].func is not func:
             raise ValueError(f"Experiment {name!r} is registered twice.")
-        _REGISTRY[name] = Experiment(name, title, func, description, claim)
+        if cost is not None and (
+            len(cost) != 2 or not all(isinstance(c, int | float) and c > 0 for c in cost)
+        ):
+            raise ValueError(f"cost of {name!r} must be (quick seconds, full seconds) > 0.")
+        _REGISTRY[name] = Experiment(name, title, func, description, claim, cost)
         return func
 
     return decorator
@@ -252,6 +265,51 @@ def format_table(rows):
     return "\n".join([line, sep, *body, *([""] + notes if notes else [])])
 
 
+def _original_stderr():
+    """A stream on the process's standard error that the rows' capture leaves alone."""
+    try:
+        return os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1, closefd=True)
+    except (AttributeError, OSError, ValueError):  # no real descriptor (pytest's capsys)
+        return sys.stderr
+
+
+@contextlib.contextmanager
+def _captured_output(path):
+    """Send everything a row prints (Python or native: solver banners) to ``path``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = []
+    with open(path, "w", encoding="utf-8") as log:
+        try:
+            for fd in (1, 2):
+                saved.append((fd, os.dup(fd)))
+                os.dup2(log.fileno(), fd)
+        except OSError:  # no descriptors to redirect: Python-level capture only
+            pass
+        try:
+            with (
+                contextlib.redirect_stdout(log),
+                contextlib.redirect_stderr(log),
+                warnings.catch_warnings(record=True) as caught,
+            ):
+                try:
+                    yield
+                finally:
+                    for w in caught:  # the filters in force decide which are recorded
+                        log.write(
+                            warnings.formatwarning(
+                                w.message, w.category, w.filename, w.lineno, w.line
+                            )
+                        )
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            log.flush()
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
 def _status_path(out_dir):
     return Path(out_dir) / ".status"
 
@@ -268,8 +326,10 @@ def run_experiment(experiment, *, quick, out_dir, random_state):
         "description": experiment.description,
         "claim": experiment.claim,
     }
+    log_path = out_dir / "log.txt"
     try:
-        result = experiment.func(quick=quick, out_dir=out_dir, random_state=random_state)
+        with _captured_output(log_path):
+            result = experiment.func(quick=quick, out_dir=out_dir, random_state=random_state)
         if not isinstance(result, ExperimentResult):
             raise TypeError(f"Experiment {experiment.name!r} must return an ExperimentResult.")
     except Exception as exc:  # a failing experiment must not hide the others
@@ -302,6 +362,9 @@ def run_experiment(experiment, *, quick, out_dir, random_state):
             "figures": list(result.figures),
         }
     row["cpu (s)"] = time.process_time() - cpu_start
+    if log_path.exists() and log_path.stat().st_size == 0:
+        log_path.unlink()
+    row["log"] = str(log_path) if log_path.exists() else ""
     _status_path(out_dir).write_text("done")
     return row
 
@@ -311,32 +374,101 @@ def _run_task(experiment, quick, out_dir, random_state):
     return run_experiment(experiment, quick=quick, out_dir=out_dir, random_state=random_state)
 
 
-class _Progress:
-    """A progress bar over rows (tqdm in a terminal, plain lines otherwise)."""
+def _costs(experiments, quick):
+    """Each row's expected CPU seconds (its declared cost; the median when it has none)."""
+    declared = [e.cost[0 if quick else 1] for e in experiments if getattr(e, "cost", None)]
+    fallback = sorted(declared)[len(declared) // 2] if declared else 1.0
+    return {
+        e.name: (e.cost[0 if quick else 1] if getattr(e, "cost", None) else fallback)
+        for e in experiments
+    }
 
-    def __init__(self, total, enabled):
-        self.total = total
-        self.bar = None
+
+def _fmt_seconds(seconds):
+    from tqdm import tqdm
+
+    return tqdm.format_interval(max(0.0, seconds))
+
+
+class _Progress:
+    """Progress over rows, weighted by their expected cost (tqdm).
+
+    In a terminal: a tqdm bar whose total is the rows' expected seconds, with the running
+    rows as its postfix. Otherwise (a log, CI): one line per row start and end, with the
+    time so far and tqdm's estimate of the time left.
+
+    Parameters
+    ----------
+    costs : dict of str to float
+        Expected seconds per row (see :func:`_costs`).
+    enabled : bool
+    stream : file, default=None
+        Where to write (the report's original standard error; rows' own output is
+        captured elsewhere).
+    n_jobs : int, default=1
+        Rows run at once: the estimate divides the remaining cost by it.
+    """
+
+    def __init__(self, costs, enabled, stream=None, n_jobs=1):
+        self.costs = dict(costs)
+        self.total = len(self.costs)
         self.enabled = enabled
-        if enabled and sys.stderr.isatty():
+        self.stream = sys.stderr if stream is None else stream
+        self.n_jobs = max(1, min(n_jobs, self.total or 1))
+        self.start = time.perf_counter()
+        self.finished = set()
+        self.bar = None
+        isatty = getattr(self.stream, "isatty", lambda: False)
+        if enabled and isatty():
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, unit="row", desc="report", file=sys.stderr)
+            self.bar = tqdm(
+                total=round(sum(self.costs.values()), 1),
+                desc="report",
+                unit="s",
+                bar_format="{l_bar}{bar}| {elapsed}<{remaining} {postfix}",
+                file=self.stream,
+            )
 
-    def running(self, names, done):
+    def _left(self):
+        """Seconds left: the remaining expected cost at the pace measured so far."""
+        done_cost = sum(self.costs[n] for n in self.finished)
+        left_cost = sum(c for n, c in self.costs.items() if n not in self.finished)
+        elapsed = time.perf_counter() - self.start
+        pace = elapsed / done_cost if done_cost > 0 else 1.0 / self.n_jobs
+        return left_cost * pace
+
+    def running(self, names, done_names):
         if not self.enabled:
             return
+        new = set(done_names) - self.finished
+        self.finished |= new
+        elapsed = time.perf_counter() - self.start
         text = "running: " + ", ".join(names) if names else ""
         if self.bar is not None:
-            self.bar.n = done
+            self.bar.n = round(sum(self.costs[n] for n in self.finished), 1)
             self.bar.set_postfix_str(text, refresh=False)
             self.bar.refresh()
-        elif names:
-            print(f"[{done}/{self.total}] {text}", file=sys.stderr, flush=True)
+            return
+        for name in sorted(new):
+            print(
+                f"[{len(self.finished)}/{self.total}] done: {name}; "
+                f"{_fmt_seconds(elapsed)} so far, about {_fmt_seconds(self._left())} left",
+                file=self.stream,
+                flush=True,
+            )
+        if names:
+            print(
+                f"[{len(self.finished)}/{self.total}] {text} "
+                f"(expected {', '.join(f'{self.costs[n]:.0f} s' for n in names)}); "
+                f"{_fmt_seconds(elapsed)} so far, about {_fmt_seconds(self._left())} left",
+                file=self.stream,
+                flush=True,
+            )
 
     def close(self):
         if self.bar is not None:
-            self.bar.n = self.total
+            self.bar.n = self.bar.total
             self.bar.set_postfix_str("", refresh=False)
             self.bar.close()
 
@@ -344,8 +476,9 @@ class _Progress:
 def _run_serial(selected, *, quick, out, random_state, progress):
     rows = []
     for i, exp in enumerate(selected):
-        progress.running([exp.name], i)
+        progress.running([exp.name], [e.name for e in selected[:i]])
         rows.append(_run_task(exp, quick, out / exp.name, random_state))
+    progress.running([], [e.name for e in selected])
     return rows
 
 
@@ -362,7 +495,7 @@ def _run_parallel(selected, *, quick, out, random_state, progress, n_jobs):
         while not stop.wait(0.3):
             states = {e.name: _status_path(out / e.name).read_text() for e in selected}
             running = sorted(n for n, s in states.items() if s == "running")
-            done = sum(s == "done" for s in states.values())
+            done = sorted(n for n, s in states.items() if s == "done")
             if (running, done) != last:
                 progress.running(running, done)
                 last = (running, done)
@@ -371,10 +504,12 @@ def _run_parallel(selected, *, quick, out, random_state, progress, n_jobs):
     watcher.start()
     try:
         tasks = [(exp, quick, out / exp.name, random_state) for exp in selected]
-        return parallel_map(_run_task, tasks, n_jobs=n_jobs)
+        rows = parallel_map(_run_task, tasks, n_jobs=n_jobs)
     finally:
         stop.set()
         watcher.join()
+    progress.running([], [e.name for e in selected])
+    return rows
 
 
 def _write_outputs(rows, out, *, meta):
@@ -424,10 +559,30 @@ _THREAD_VARS = (
 
 
 def _parser(rows):
+    def cost(r, i):
+        return f"{r.cost[i]:.0f}" if getattr(r, "cost", None) else "?"
+
     listing = "\n".join(
-        f"  {r.name:<16} {r.title}" + (f": {r.description}" if r.description else "")
+        f"  {r.name:<20} {r.title}"
+        + (f": {r.description}" if r.description else "")
+        + f" [{cost(r, 0)} s quick, {cost(r, 1)} s full]"
         for r in rows.values()
     )
+    quick_s = sum(_costs(list(rows.values()), True).values()) if rows else 0.0
+    full_s = sum(_costs(list(rows.values()), False).values()) if rows else 0.0
+    if any(getattr(r, "cost", None) for r in rows.values()):
+        quick_help = (
+            f"small sizes: about {quick_s / 60:.0f} min in all on a quiet 2-core machine, "
+            f"where the full sizes take about {full_s / 60:.0f} min"
+        )
+        costs = (
+            f"cost: --quick about {quick_s / 60:.0f} min in all, the full run about "
+            f"{full_s / 60:.0f} min, on a quiet 2-core machine with --jobs 1 (per row in "
+            "brackets, in seconds: quick measured, full measured or estimated; --jobs N "
+            "divides the wall time by up to N)."
+        )
+    else:
+        quick_help, costs = "small sizes", "cost: not declared by the rows."
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_cispa",
         description=(
@@ -436,10 +591,10 @@ def _parser(rows):
             "settings, the paper's claim beside the measured value), report.csv and "
             "report.json."
         ),
-        epilog="experiments:\n" + (listing or "  (none found)"),
+        epilog=costs + "\n\nexperiments:\n" + (listing or "  (none found)"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes (minutes in all)")
+    parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument(
         "--only",
         action="append",
@@ -496,7 +651,13 @@ def main(argv=None):
     for var in _THREAD_VARS:
         os.environ.setdefault(var, "1")
     args.out.mkdir(parents=True, exist_ok=True)
-    progress = _Progress(len(selected), enabled=not args.no_progress)
+    n_jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    progress = _Progress(
+        _costs(selected, args.quick),
+        enabled=not args.no_progress,
+        stream=_original_stderr(),
+        n_jobs=1 if len(selected) == 1 else n_jobs,
+    )
     start = time.perf_counter()
     try:
         if args.jobs == 1 or len(selected) == 1:
@@ -534,6 +695,13 @@ def main(argv=None):
             print(row["error"], file=sys.stderr)
     table = _write_outputs(rows, args.out, meta=meta)
     print(table)
+    logged = [r["name"] for r in rows if r.get("log")]
+    if logged:
+        print(
+            f"\nwhat the rows printed (warnings, solver output) is in {args.out}/<row>/log.txt "
+            f"for: {', '.join(logged)}",
+            file=sys.stderr,
+        )
     print(f"\nreport written to {args.out / 'report.html'}", file=sys.stderr)
     failed = [r["method"] for r in rows if "error" in r]
     if failed:

@@ -340,6 +340,22 @@ def test_reproducible_and_independent_of_n_jobs():
     np.testing.assert_array_equal(c.adjacency_, a.adjacency_)
 
 
+@pytest.mark.parametrize("n_jobs", [0, 1.5, "2"])
+def test_n_jobs_zero_or_not_an_int_refused_at_fit(n_jobs):
+    # issue 35: n_jobs=0 passed validation and failed later inside joblib ("n_jobs == 0
+    # in Parallel has no meaning"); now the parameter check refuses it before any work
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(ValueError, match="'n_jobs' parameter of CausalMixtureDiscoverer"):
+        CausalMixtureDiscoverer(n_jobs=n_jobs).fit(X)
+
+
+@pytest.mark.parametrize("n_jobs", [-2, -1, None, 1])
+def test_n_jobs_joblib_values_accepted(n_jobs):
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    est = CausalMixtureDiscoverer(max_components=2, n_init=1, n_jobs=n_jobs, random_state=0)
+    assert est.fit(X).adjacency_.shape == (2, 2)
+
+
 def _plain_em(Z, y, part, k, max_iter, var_floor):
     """One EM run written plainly (the spec's loop): per-component least squares on
     sqrt-weighted rows, scipy's log-density and log-sum-exp, one run at a time."""

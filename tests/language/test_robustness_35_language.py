@@ -24,6 +24,15 @@ def test_huge_lr_raises_diverged(lr):
         lm.perplexity(DOCS)
 
 
+def test_lr_beyond_float32_raises_clear_error():
+    # was: torch's "value cannot be converted to type float without overflow"
+    lm = _lm(lr=1e300)
+    with pytest.raises(ValueError, match="lr=1e\\+300 is too large"):
+        lm.fit(DOCS)
+    with pytest.raises(NotFittedError):
+        lm.perplexity(DOCS)
+
+
 def test_huge_alpha_raises_clear_error():
     with pytest.raises(ValueError, match="alpha=1e\\+300 is too large"):
         _lm(alpha=1e300).fit(DOCS)
@@ -52,3 +61,14 @@ def test_scoring_refuses_non_documents():
         lm.complete(3, 3)
     # sequences of symbols are still documents
     assert len(lm.complete(list("abc"), 2)) == 2
+
+
+def test_transformer_lr_beyond_the_dtype_range_is_a_clear_error():
+    pytest.importorskip("transformers")
+    from sklearn_cispa.language import TransformerLanguageModel
+
+    cfg = dict(n_layer=1, n_embd=8, n_head=2)
+    for kw in ({"lr": 1e300}, {"lr": 1.0, "weight_decay": 1e300}):
+        model = TransformerLanguageModel(config=cfg, max_steps=2, block_size=8, **kw)
+        with pytest.raises(ValueError, match="too large: the model trains in torch.float32"):
+            model.fit(["abc def", "ghi"])

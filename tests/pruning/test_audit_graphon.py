@@ -29,7 +29,7 @@ def test_erdos_renyi_masks_give_a_constant_graphon():
     large = GraphonEstimator(n_blocks=8).fit(_er(1024, 0.3, 1))
     spread = [np.ptp(g.graphon_) for g in (small, large)]
     assert large.graphon_.mean() == pytest.approx(0.3, abs=0.005)
-    assert spread[1] < 0.7 * spread[0]   # n^{-1/2}: a ratio of 0.5 expected
+    assert spread[1] < 0.7 * spread[0]  # n^{-1/2}: a ratio of 0.5 expected
 
 
 @pytest.mark.parametrize("scale", [1e-6, 1e6, 1e150])

@@ -43,8 +43,9 @@ def _hidden_mask(method, width, digits, seed=0):
     """Mask of the second hidden layer (width x width) of a 64-w-w-w-10 MLP."""
     X, y = digits
     net = make_graphon_mlp(64, (width,) * 3, n_outputs=10, random_state=seed)
-    masks = prune_at_init(net, method, 1 - P, X=torch.as_tensor(X), y=torch.as_tensor(y),
-                          random_state=seed + 1)
+    masks = prune_at_init(
+        net, method, 1 - P, X=torch.as_tensor(X), y=torch.as_tensor(y), random_state=seed + 1
+    )
     return masks["layers.1.weight"]
 
 
@@ -83,8 +84,13 @@ def test_sort_rows_keeps_columns():
 
 
 @settings(deadline=None, max_examples=20)
-@given(n_out=st.integers(4, 40), n_in=st.integers(4, 40), k=st.integers(1, 4),
-       seed=st.integers(0, 10**6), sort=st.sampled_from(["degree", "rows", "none"]))
+@given(
+    n_out=st.integers(4, 40),
+    n_in=st.integers(4, 40),
+    k=st.integers(1, 4),
+    seed=st.integers(0, 10**6),
+    sort=st.sampled_from(["degree", "rows", "none"]),
+)
 def test_sas_properties(n_out, n_in, k, seed, sort):
     rng = np.random.RandomState(seed)
     M = rng.rand(n_out, n_in) < rng.rand()
@@ -208,8 +214,9 @@ def _dense_ntk_reference(X, n_hidden):
 
 def test_dense_kernel_matches_independent_recursion(digits):
     X = digits[0][:64]
-    np.testing.assert_allclose(graphon_ntk(X, graphons=[None] * 4), _dense_ntk_reference(X, 3),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        graphon_ntk(X, graphons=[None] * 4), _dense_ntk_reference(X, 3), rtol=1e-12
+    )
     np.testing.assert_allclose(graphon_ntk(X), _dense_ntk_reference(X, 3), rtol=1e-12)
     # L = 0: a linear model, Theta = x.x' / d
     np.testing.assert_allclose(graphon_ntk(X, graphons=[None]), X @ X.T / 64, rtol=1e-12)
@@ -241,9 +248,9 @@ def test_input_graphon_changes_spectrum(digits):
     centre = np.zeros((8, 8))
     centre[2:6, 2:6] = 1
     dense = ntk_spectrum_stats(graphon_ntk(X, graphons=[None] * 4))["top_energy"]
-    kept = ntk_spectrum_stats(
-        graphon_ntk(X, graphons=[centre.reshape(1, 64), None, None, None])
-    )["top_energy"]
+    kept = ntk_spectrum_stats(graphon_ntk(X, graphons=[centre.reshape(1, 64), None, None, None]))[
+        "top_energy"
+    ]
     assert abs(kept - dense) >= 0.02, (dense, kept)
 
 
@@ -297,8 +304,10 @@ def test_empirical_ntk_converges_to_graphon_ntk(digits):
     analytic = graphon_ntk(X, graphons=G)
     errs = {}
     for width in (128, 1024):
-        kernels = [empirical_ntk(make_graphon_mlp(64, (width, width), graphons=G,
-                                                  random_state=s), X) for s in range(4)]
+        kernels = [
+            empirical_ntk(make_graphon_mlp(64, (width, width), graphons=G, random_state=s), X)
+            for s in range(4)
+        ]
         errs[width] = np.linalg.norm(np.mean(kernels, 0) - analytic) / np.linalg.norm(analytic)
     assert errs[1024] < errs[128]
     # spec 7.3 (inferred, "set from the first run"): measured 0.125 (n=128) and 0.050
@@ -317,11 +326,13 @@ def test_empirical_ntk_linear_closed_form():
     np.testing.assert_allclose(K, 2 * (X @ X.T + 1), rtol=1e-12)
     np.testing.assert_allclose(empirical_ntk(lin, X, output=1), X @ X.T + 1, rtol=1e-12)
     mask = {"weight": torch.tensor([[1, 0, 0], [1, 0, 0]], dtype=torch.bool)}
-    np.testing.assert_allclose(empirical_ntk(lin, X, masks=mask),
-                               2 * (np.outer(X[:, 0], X[:, 0]) + 1), rtol=1e-12)
+    np.testing.assert_allclose(
+        empirical_ntk(lin, X, masks=mask), 2 * (np.outer(X[:, 0], X[:, 0]) + 1), rtol=1e-12
+    )
     Y = X[:2] + 1
-    np.testing.assert_allclose(empirical_ntk(lin, X, Y, batch_size=2), 2 * (X @ Y.T + 1),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        empirical_ntk(lin, X, Y, batch_size=2), 2 * (X @ Y.T + 1), rtol=1e-12
+    )
     with pytest.raises(ValueError, match="outputs"):
         empirical_ntk(lin, X, output=2)
     with pytest.raises(ValueError, match="not a trainable"):
@@ -329,8 +340,7 @@ def test_empirical_ntk_linear_closed_form():
 
 
 def test_empirical_ntk_batches_and_module_untouched():
-    net = make_graphon_mlp(5, (16, 16), n_outputs=3, graphons=[None, 0.5, None],
-                           random_state=0)
+    net = make_graphon_mlp(5, (16, 16), n_outputs=3, graphons=[None, 0.5, None], random_state=0)
     before = copy.deepcopy(net.state_dict())
     net.train()
     X = np.random.RandomState(0).normal(size=(9, 5))
@@ -397,8 +407,7 @@ def test_spectrum_stats_closed_forms():
     assert stats["top_energy"] == pytest.approx(lam[:5].sum() / lam.sum())
     assert stats["effective_rank"] == pytest.approx(lam.sum())
     assert stats["spectral_gap"] == pytest.approx(4.0)
-    ranged = ntk_spectrum_stats(np.diag(np.r_[1.0, 1.0 / np.arange(2, 11) ** 3]),
-                                fit_range=(2, 10))
+    ranged = ntk_spectrum_stats(np.diag(np.r_[1.0, 1.0 / np.arange(2, 11) ** 3]), fit_range=(2, 10))
     assert ranged["decay_exponent"] == pytest.approx(3.0)
     # scale invariance
     big = ntk_spectrum_stats(1e200 * np.diag(lam))
@@ -459,8 +468,7 @@ def test_snip_raises_top_energy_over_random(digits):
         top = {}
         for method in ("random", "snip"):
             masks = prune_at_init(base, method, 0.8, X=X, y=y, random_state=seed + 1)
-            net = make_graphon_mlp(64, (256,) * 3, n_outputs=10, masks=masks,
-                                   random_state=seed)
+            net = make_graphon_mlp(64, (256,) * 3, n_outputs=10, masks=masks, random_state=seed)
             top[method] = ntk_spectrum_stats(empirical_ntk(net, X[:128], output=0))["top_energy"]
         assert top["snip"] > top["random"], top
 
@@ -479,12 +487,14 @@ def test_transform_sampling_refit():
     assert big.dtype == bool and big.shape == (2000, 2000)
     assert abs(big.mean() - P) < 0.005
     np.testing.assert_array_equal(est.sample_mask((50, 60)), est.sample_mask((50, 60)))
-    assert not np.array_equal(est.sample_mask((50, 60), random_state=1),
-                              est.sample_mask((50, 60), random_state=2))
+    assert not np.array_equal(
+        est.sample_mask((50, 60), random_state=1), est.sample_mask((50, 60), random_state=2)
+    )
     # refitting on sampled masks reproduces the graphon (a structured one too)
     planted = np.add.outer(np.linspace(0.9, 0.1, K), np.linspace(0.5, 0.0, K)).clip(0, 1)
-    src = GraphonEstimator(K, sort="none").fit(planted[np.repeat(np.arange(K), 20)][
-        :, np.repeat(np.arange(K), 20)])
+    src = GraphonEstimator(K, sort="none").fit(
+        planted[np.repeat(np.arange(K), 20)][:, np.repeat(np.arange(K), 20)]
+    )
     for g in (est, src):
         samples = [g.sample_mask((640, 640), random_state=s) for s in range(3)]
         refit = GraphonEstimator(K).fit(samples)
@@ -500,10 +510,10 @@ def test_inputs_torch_dicts_lists_stacks():
     assert est.mask_shapes_ == [(40, 30), (50, 64)] and est.n_masks_ == 2
     d = GraphonEstimator(4, layer="x").fit([{"x": a, "y": b}, {"x": b, "y": a}])
     assert d.mask_shapes_ == [(40, 30), (50, 64)]
-    np.testing.assert_array_equal(GraphonEstimator(4).fit(np.stack([a, a])).graphon_,
-                                  sas_histogram(a, 4))
-    np.testing.assert_array_equal(GraphonEstimator(4).fit(a.tolist()).graphon_,
-                                  sas_histogram(a, 4))
+    np.testing.assert_array_equal(
+        GraphonEstimator(4).fit(np.stack([a, a])).graphon_, sas_histogram(a, 4)
+    )
+    np.testing.assert_array_equal(GraphonEstimator(4).fit(a.tolist()).graphon_, sas_histogram(a, 4))
     a0 = a.copy()
     GraphonEstimator(4).fit(a).transform(a)
     np.testing.assert_array_equal(a, a0)
@@ -535,8 +545,7 @@ def test_pipeline_classifies_pruning_method(digits):
 
 @pytest.mark.gpu
 def test_empirical_ntk_on_cuda_matches_cpu():
-    net = make_graphon_mlp(8, (64, 64), n_outputs=3, graphons=[None, 0.5, None],
-                           random_state=0)
+    net = make_graphon_mlp(8, (64, 64), n_outputs=3, graphons=[None, 0.5, None], random_state=0)
     X = np.random.RandomState(0).normal(size=(20, 8))
     cpu = empirical_ntk(net, X, batch_size=8)
     masks = {"layers.1.weight": net.mask_1}

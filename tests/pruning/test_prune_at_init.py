@@ -284,8 +284,11 @@ def test_snip_and_synflow_masks_are_structured():
 @pytest.mark.parametrize(
     "X, y, match",
     [
-        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), None,
-         "NaN or infinite"),
+        (
+            lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X),
+            None,
+            "NaN or infinite",
+        ),
         (None, lambda y: y + 0.5, "class indices"),
         (None, lambda y: np.full(len(y), np.nan), "class indices"),
         (None, lambda y: y - 1, ">= 0"),

@@ -33,3 +33,52 @@ def test_empirical_ntk_float32_module_with_frozen_parameter():
         rows.append(torch.cat([g.reshape(-1) for g in grads]))
     J = torch.stack(rows).numpy()
     np.testing.assert_allclose(K, J @ J.T, rtol=1e-12, atol=1e-12)
+
+
+def test_graphon_estimator_reads_torch_prune_masks():
+    import torch.nn.utils.prune as tprune
+
+    from sklearn_cispa.pruning import GraphonEstimator
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(40, 40), torch.nn.ReLU(), torch.nn.Linear(40, 2))
+    tprune.random_unstructured(net[0], "weight", amount=0.75)
+    est = GraphonEstimator(n_blocks=4).fit(net)
+    # oracle: the same estimate from the mask buffer itself
+    ref = GraphonEstimator(n_blocks=4).fit(net[0].weight_mask)
+    np.testing.assert_array_equal(est.graphon_, ref.graphon_)
+    assert est.density_ == pytest.approx(0.25)
+
+
+def test_graphon_estimator_says_what_to_pass():
+    from sklearn_cispa.pruning import GraphonEstimator, prune_at_init
+
+    with pytest.raises(ValueError, match="no torch.nn.utils.prune mask"):
+        GraphonEstimator(n_blocks=2).fit(torch.nn.Linear(4, 4))
+    conv = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 3)
+    )
+    masks = prune_at_init(conv, sparsity=0.5, random_state=0)
+    with pytest.raises(ValueError, match=r"convolutional mask.*reshape\(mask.shape\[0\], -1\)"):
+        GraphonEstimator(n_blocks=2, layer="0.weight").fit(masks)
+    # the advice works as written
+    m = masks["0.weight"]
+    GraphonEstimator(n_blocks=2).fit(m.reshape(m.shape[0], -1))
+
+
+def test_prune_at_init_object_columns_get_a_clear_error():
+    from sklearn_cispa.pruning import prune_at_init
+
+    net = torch.nn.Linear(3, 2)
+    X = np.array([["a", "b", "c"]] * 4, dtype=object)
+    with pytest.raises(ValueError, match="X must hold real numbers"):
+        prune_at_init(net, method="snip", X=X, y=np.zeros(4, dtype=int))
+    with pytest.raises(ValueError, match="complex"):
+        prune_at_init(net, method="snip", X=np.ones((4, 3)) * 1j, y=np.zeros(4, dtype=int))
+    # numeric values in object columns (a mixed DataFrame) are converted, as numbers
+    Xo = np.random.RandomState(0).normal(size=(4, 3)).astype(object)
+    a = prune_at_init(net, method="snip", sparsity=0.5, X=Xo, y=np.zeros(4, dtype=int))
+    b = prune_at_init(
+        net, method="snip", sparsity=0.5, X=Xo.astype(float), y=np.zeros(4, dtype=int)
+    )
+    assert torch.equal(a["weight"], b["weight"])

@@ -826,14 +826,13 @@ def test_validation_runs_once_per_public_call(iris, monkeypatch):
     assert calls == []  # the members' aligned probabilities are not re-validated
 
 
-def test_public_mmi_cost_close_to_plain_numpy():
-    """Regression guard for issue 16 (measured: exact 0.1-0.6x a pair loop, linear 1.2-1.3x).
+def test_public_mmi_matches_plain_numpy_peers():
+    """The public function against its plain numpy peers on the tensor of issue 16.
 
-    Timed as a ratio in one process; the ASV benchmark tracks the same ratios.
+    Its cost relative to them (issue 16: exact 0.1-0.6x a pair loop, linear 1.2-1.3x)
+    is tracked by the ASV benchmark ``bench_mmi.MMIRatioToPlainNumpy``, not asserted here
+    (no wall-clock assertions in tests, issue 35).
     """
-    import time
-    import timeit
-
     P = np.random.default_rng(0).dirichlet(np.ones(100), size=(1000, 10))
 
     def pair_loop():
@@ -843,24 +842,5 @@ def test_public_mmi_cost_close_to_plain_numpy():
                 np.maximum(best, 0.5 * np.abs(P[:, i] - P[:, j]).sum(-1), out=best)
         return best
 
-    def lin_peer():
-        return 1.0 - P.min(axis=1).sum(-1)
-
     assert_allclose(maximum_mean_imprecision(P), pair_loop(), atol=1e-12)
-    assert_allclose(maximum_mean_imprecision(P, "linear"), lin_peer(), atol=1e-12)
-
-    def ratio(ours, peer):
-        # CPU time of this process, the two sides alternating: a burst of load from
-        # another process (the other pytest-xdist worker on 2 cores) then neither counts
-        # while this process waits for a core nor falls on one side only (all of one side
-        # first, in wall time, gave 1.72 here once in CI against 0.61-0.67 alone)
-        ours_s, peer_s = [], []
-        for _ in range(7):
-            ours_s.append(timeit.timeit(ours, number=3, timer=time.process_time))
-            peer_s.append(timeit.timeit(peer, number=3, timer=time.process_time))
-        return min(ours_s) / min(peer_s)
-
-    # generous margins for a loaded machine; the code before issue 16 measured 2.4x and
-    # 22-43x here
-    assert ratio(lambda: maximum_mean_imprecision(P), pair_loop) < 1.5
-    assert ratio(lambda: maximum_mean_imprecision(P, "linear"), lin_peer) < 4.0
+    assert_allclose(maximum_mean_imprecision(P, "linear"), 1.0 - P.min(axis=1).sum(-1), atol=1e-12)
