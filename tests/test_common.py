@@ -1226,12 +1226,7 @@ def test_validate_params_pending_names_exist():
 # all_estimators() / all_functions(). Exemptions say why; a failure in a file owned by
 # another branch is a strict xfail in _ISSUE35_PENDING (key: test id), removed when the
 # fix merges.
-_ISSUE35_PENDING = {
-    "bounds_order[CriticalNeuronLocator-theta_min>theta_start]": (
-        "memorization/_locator.py: theta_min above theta_start is accepted (issue 35, "
-        "owned by the memorization branch)"
-    ),
-}
+_ISSUE35_PENDING = {}
 
 
 def _pending(case_id):
