@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_cispa.utils import spawn_seeds
 
 _GREEN_TYPES = [tuple, list, set, frozenset]
+_LOWER_1PCT = float(norm.ppf(0.01))  # the population check's lower tail
 
 
 def _parse_green(green):
@@ -35,47 +36,83 @@ def _parse_green(green):
     return n, table
 
 
+def _is_integer_array(X):
+    return isinstance(X, np.ndarray) and X.dtype.kind in "biu"
+
+
 def _as_bits(X):
-    """Bits as (n_samples, n_tokens, token_bits) uint8; 2-D input is one token per row."""
+    """Bits as (n_samples, n_tokens, token_bits) uint8; 2-D input is one token per row.
+
+    Integer and boolean arrays of 0/1 are used as they are (no float copy: one pass over
+    the data checks their range), which keeps detection at the cost of counting.
+    """
     X = np.asarray(X)
     if X.ndim == 2:
         X = X[:, None, :]
-    bits = np.clip(np.rint(X), 0, 1).astype(np.uint8)
-    if not np.array_equal(bits, X):
-        warnings.warn(
-            "X holds values other than 0 and 1; they were rounded and clipped to bits. "
-            "For images, set encoder= (for example a fitted generator's encode).",
-            UserWarning,
-            stacklevel=4,
-        )
+    if X.dtype.kind == "b":
+        return X.view(np.uint8)
+    if X.dtype.kind in "iu":
+        low = X.min() if X.size and X.dtype.kind == "i" else 0
+        high = X.max() if X.size else 0
+        if low >= 0 and high <= 1:
+            return X if X.dtype == np.uint8 else X.astype(np.uint8)
+        bits = np.clip(X, 0, 1).astype(np.uint8)
+    else:
+        bits = np.clip(np.rint(X), 0, 1).astype(np.uint8)
+        if np.array_equal(bits, X):
+            return bits
+    warnings.warn(
+        "X holds values other than 0 and 1; they were rounded and clipped to bits. "
+        "For images, set encoder= (for example a fitted generator's encode).",
+        UserWarning,
+        stacklevel=4,
+    )
     return bits
 
 
 def _window_codes(bits, n, windows):
     """Integer code of every length-n window: (n_samples, n_windows)."""
+    dtype = np.uint8 if n <= 8 else np.uint16
     if windows == "flat":
         seq = bits.reshape(bits.shape[0], -1)
         length = seq.shape[1] - n + 1
-        codes = np.zeros((seq.shape[0], max(length, 0)), dtype=np.int64)
+        codes = np.zeros((seq.shape[0], max(length, 0)), dtype=dtype)
         for j in range(n):
-            codes = 2 * codes + seq[:, j : j + length]
+            codes = (codes << 1) | seq[:, j : j + length]
         return codes
     d = bits.shape[2]
     length = d - n + 1
-    codes = np.zeros((*bits.shape[:2], max(length, 0)), dtype=np.int64)
+    codes = np.zeros((*bits.shape[:2], max(length, 0)), dtype=dtype)
     for j in range(n):
-        codes = 2 * codes + bits[:, :, j : j + length]
+        codes = (codes << 1) | bits[:, :, j : j + length]
     return codes.reshape(bits.shape[0], -1)
+
+
+def _xor_counts(bits, windows):
+    """Per sample, the number of length-2 windows whose two bits differ."""
+    if windows == "flat":
+        seq = bits.reshape(bits.shape[0], -1)
+        diff = seq[:, 1:] ^ seq[:, :-1]
+    else:
+        diff = (bits[:, :, 1:] ^ bits[:, :, :-1]).reshape(bits.shape[0], -1)
+    return diff.sum(axis=1, dtype=np.int64).astype(np.float64), diff.shape[1]
 
 
 def _green_counts(bits, n, table, windows, count_repeats):
     """(green count C, window count T) per sample."""
+    if n == 2 and count_repeats and bits.dtype == np.uint8:
+        # the green lists {01, 10} and {00, 11} are "the bits differ" / "agree": one XOR
+        # pass and a count, without window codes (the Infinity-size detection path)
+        if table.tolist() in ([False, True, True, False], [True, False, False, True]):
+            differ, total = _xor_counts(bits, windows)
+            count = differ if table[1] else total - differ
+            return count, np.full(bits.shape[0], float(total))
     codes = _window_codes(bits, n, windows)
     if count_repeats:
         green = table[codes].sum(axis=1).astype(np.float64)
         return green, np.full(codes.shape[0], float(codes.shape[1]))
     present = np.zeros((codes.shape[0], table.size), dtype=bool)
-    np.put_along_axis(present, codes, True, axis=1)
+    np.put_along_axis(present, codes.astype(np.intp), True, axis=1)
     return (present & table).sum(axis=1).astype(np.float64), present.sum(axis=1).astype(
         np.float64
     )
@@ -444,11 +481,13 @@ class BitMarkDetector(BaseEstimator):
     def _bits(self, X, reset):
         if self.encoder is not None:
             X = self.encoder(X)
+        # integer and boolean bits are kept as they are (no float copy)
+        dtype = None if _is_integer_array(X) else np.float64
         if reset:
-            X = validate_data(self, X, reset=True, allow_nd=True, dtype=np.float64)
+            X = validate_data(self, X, reset=True, allow_nd=True, dtype=dtype)
         else:
             # any number of tokens: the z-test needs none fixed (only the token width)
-            X = check_array(X, allow_nd=True, dtype=np.float64)
+            X = check_array(X, allow_nd=True, dtype=dtype)
         if X.ndim not in (2, 3):
             raise ValueError(
                 f"bits must be 2-D (n_samples, n_bits) or 3-D (n_samples, n_tokens, "
@@ -581,7 +620,7 @@ class BitMarkDetector(BaseEstimator):
         n = z.size
         if n < 20 or self.null == "fixed":
             return
-        cut = float(norm.ppf(0.01))
+        cut = _LOWER_1PCT
         rate = max(float(np.mean(self.z_clean_ < cut)), 0.01)
         k = int(np.sum(z < cut))
         if k and binom.sf(k - 1, n, rate) < 1e-3:
