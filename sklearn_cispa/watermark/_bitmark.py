@@ -388,6 +388,17 @@ class BitMarkDetector(BaseEstimator):
     encoder : callable or None, default=None
         Maps images to bits, for example a fitted ``BitwiseARGenerator.encode`` or the
         8-bit grey-level bits of a photo. When set, every method takes images.
+    scales : tuple of int or None, default=None
+        Multi-scale token maps (Infinity's scales, coarse to fine): the number of tokens
+        of each scale, in the order they lie along the token axis (for example ``(1, 4,
+        16, 64)``). Each scale gets its own null, calibrated on that scale of the clean
+        samples, :meth:`score_scales` gives the z-score of every scale, and
+        ``score_samples`` combines them: the per-scale deviations weighted by the
+        inverse null standard deviation of their scale, standardised by the mean and
+        standard deviation of that sum over the calibration samples (which takes the
+        correlation between the scales of one image into account). Samples must then
+        have ``sum(scales)`` tokens. None: one null for all tokens, and any number of
+        tokens per sample.
 
     Attributes
     ----------
@@ -413,6 +424,11 @@ class BitMarkDetector(BaseEstimator):
     n_features_in_ : int
         Second dimension of the calibration bits (tokens for 3-D bits, bits for 2-D);
         other samples may have any number of tokens.
+    scale_detectors_ : list of BitMarkDetector
+        With ``scales``: one detector per scale (``null="gamma0"`` unless ``null`` is
+        ``"fixed"``), fitted on that scale of the calibration samples.
+    scale_weights_ : ndarray of shape (n_scales,)
+        With ``scales``: the weight of each scale's z-score in the combined score.
 
     See Also
     --------
@@ -466,10 +482,11 @@ class BitMarkDetector(BaseEstimator):
         "windows": [StrOptions({"within_token", "flat"})],
         "count_repeats": ["boolean"],
         "encoder": [callable, None],
+        "scales": [tuple, list, None],
     }
 
     def __init__(self, green=("01", "10"), null="empirical", fpr=0.01, z_threshold=4.0,
-                 windows="within_token", count_repeats=True, encoder=None):
+                 windows="within_token", count_repeats=True, encoder=None, scales=None):
         self.green = green
         self.null = null
         self.fpr = fpr
@@ -477,6 +494,7 @@ class BitMarkDetector(BaseEstimator):
         self.windows = windows
         self.count_repeats = count_repeats
         self.encoder = encoder
+        self.scales = scales
 
     def _bits(self, X, reset):
         if self.encoder is not None:
@@ -558,6 +576,8 @@ class BitMarkDetector(BaseEstimator):
                                                                          total, binomial)
         self.dispersion_ = float(np.mean(self._null_sd(total) ** 2 * total) / binomial)
         self.z_clean_ = self._standardise(count, total)
+        if self.scales is not None:
+            self._fit_scales(bits)
         if self.null == "empirical":
             k = max(1, math.ceil((1.0 - self.fpr) * len(count) - 1e-9))
             quantile = float(np.sort(self.z_clean_)[k - 1])
@@ -577,6 +597,69 @@ class BitMarkDetector(BaseEstimator):
         else:
             self.threshold_ = float(self.z_threshold)
         return self
+
+    def _scale_edges(self, n_tokens):
+        sizes = [int(v) for v in self.scales]
+        if not sizes or min(sizes) < 1 or any(
+            not isinstance(v, numbers.Integral) for v in self.scales
+        ):
+            raise ValueError(f"scales must be positive token counts; got {self.scales!r}.")
+        if sum(sizes) != n_tokens:
+            raise ValueError(
+                f"scales={tuple(sizes)} hold {sum(sizes)} tokens; the samples have "
+                f"{n_tokens}."
+            )
+        return np.cumsum([0, *sizes])
+
+    def _fit_scales(self, bits):
+        """One null per scale; the combined score standardised on the calibration set."""
+        edges = self._scale_edges(bits.shape[1])
+        params = {k: getattr(self, k) for k in ("green", "windows", "count_repeats",
+                                                 "z_threshold")}
+        null = "fixed" if self.null == "fixed" else "gamma0"
+        self.scale_detectors_ = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for a, b in zip(edges[:-1], edges[1:], strict=True):
+                sub = BitMarkDetector(null=null, **params).fit(bits[:, a:b])
+                self.scale_detectors_.append(sub)
+        weights = np.array([1.0 / sub._null_sd(np.array([float(sub.n_windows_)]))[0]
+                            for sub in self.scale_detectors_])
+        self.scale_weights_ = weights / np.sqrt(np.sum(weights**2))
+        raw = self._scale_z(bits) @ self.scale_weights_
+        self._combined_center = float(raw.mean())
+        sd = float(raw.std(ddof=1)) if len(raw) > 1 else 1.0
+        self._combined_scale = sd if sd > 0 else 1.0
+        self.z_clean_ = (raw - self._combined_center) / self._combined_scale
+
+    def _scale_z(self, bits):
+        edges = self._scale_edges(bits.shape[1])
+        out = np.empty((bits.shape[0], len(self.scale_detectors_)))
+        for i, (sub, a, b) in enumerate(
+            zip(self.scale_detectors_, edges[:-1], edges[1:], strict=True)
+        ):
+            out[:, i] = sub._standardise(*_green_counts(
+                bits[:, a:b], sub._n, sub._table, sub.windows, sub.count_repeats))
+        return out
+
+    def score_scales(self, X):
+        """z-score of each sample at each scale (``scales`` set).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, sum(scales), token_bits)
+            Bits of the multi-scale token maps, scale after scale, or images when
+            ``encoder`` is set.
+
+        Returns
+        -------
+        z : ndarray of shape (n_samples, n_scales)
+            Each scale's z-score under its own calibrated null.
+        """
+        check_is_fitted(self)
+        if self.scales is None:
+            raise ValueError("score_scales needs scales= (tokens per scale) at fit.")
+        return self._scale_z(self._bits(X, reset=False))
 
     def _dispersion(self, bits, g, total, binomial):
         """(window variance s2, between-image variance tau2) of the clean green fraction.
@@ -665,8 +748,11 @@ class BitMarkDetector(BaseEstimator):
             ``(C - gamma0_ T) / sqrt(T gamma0_ (1 - gamma0_))``.
         """
         check_is_fitted(self)
-        count, total = self._counts(X)
-        z = self._standardise(count, total)
+        if self.scales is not None:
+            raw = self._scale_z(self._bits(X, reset=False)) @ self.scale_weights_
+            z = (raw - self._combined_center) / self._combined_scale
+        else:
+            z = self._standardise(*self._counts(X))
         self._check_population(z)
         return z
 
