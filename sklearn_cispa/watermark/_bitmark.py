@@ -118,6 +118,20 @@ def _green_counts(bits, n, table, windows, count_repeats):
     )
 
 
+def _distinct_tokens(bits):
+    """Number of distinct tokens of each sample: (n_samples,)."""
+    n, t, d = bits.shape
+    if d <= 62:
+        codes = np.zeros((n, t), dtype=np.int64)
+        for j in range(d):
+            codes = (codes << 1) | bits[:, :, j]
+    else:
+        packed = np.ascontiguousarray(np.packbits(bits, axis=2))
+        codes = packed.view(np.dtype((np.void, packed.shape[2])))[..., 0]
+    codes = np.sort(codes, axis=1)
+    return 1 + (codes[:, 1:] != codes[:, :-1]).sum(axis=1)
+
+
 def _z(count, total, gamma):
     return (count - gamma * total) / np.sqrt(total * gamma * (1.0 - gamma))
 
@@ -388,6 +402,15 @@ class BitMarkDetector(BaseEstimator):
     encoder : callable or None, default=None
         Maps images to bits, for example a fitted ``BitwiseARGenerator.encode`` or the
         8-bit grey-level bits of a photo. When set, every method takes images.
+    effective_tokens : {"all", "distinct"}, default="all"
+        The number of tokens in the window term of the null variance. ``"all"``: every
+        token of the sample. ``"distinct"``: only its distinct tokens, since a repeated
+        token brings no new evidence; an image flattened to a few grey levels (JPEG of
+        a near-uniform 8 x 8 block, for example) then gets the wide null it has, and
+        the window and between-image variances are fitted by least squares on the
+        calibration images' distinct-token counts. Use it for images with flat
+        regions scored at a low ``fpr`` (see the user guide); it costs a sort of the
+        token codes per sample.
     scales : tuple of int or None, default=None
         Multi-scale token maps (Infinity's scales, coarse to fine): the number of tokens
         of each scale, in the order they lie along the token axis (for example ``(1, 4,
@@ -482,11 +505,13 @@ class BitMarkDetector(BaseEstimator):
         "windows": [StrOptions({"within_token", "flat"})],
         "count_repeats": ["boolean"],
         "encoder": [callable, None],
+        "effective_tokens": [StrOptions({"all", "distinct"})],
         "scales": [tuple, list, None],
     }
 
     def __init__(self, green=("01", "10"), null="empirical", fpr=0.01, z_threshold=4.0,
-                 windows="within_token", count_repeats=True, encoder=None, scales=None):
+                 windows="within_token", count_repeats=True, encoder=None,
+                 effective_tokens="all", scales=None):
         self.green = green
         self.null = null
         self.fpr = fpr
@@ -494,6 +519,7 @@ class BitMarkDetector(BaseEstimator):
         self.windows = windows
         self.count_repeats = count_repeats
         self.encoder = encoder
+        self.effective_tokens = effective_tokens
         self.scales = scales
 
     def _bits(self, X, reset):
@@ -572,10 +598,11 @@ class BitMarkDetector(BaseEstimator):
         if self.null == "fixed":
             self.window_var_, self.between_image_var_ = binomial, 0.0
         else:
-            self.window_var_, self.between_image_var_ = self._dispersion(bits, count / total,
-                                                                         total, binomial)
-        self.dispersion_ = float(np.mean(self._null_sd(total) ** 2 * total) / binomial)
-        self.z_clean_ = self._standardise(count, total)
+            self.window_var_, self.between_image_var_ = self._dispersion(
+                bits, count / total, self._effective(bits, total), binomial)
+        teff = self._effective(bits, total)
+        self.dispersion_ = float(np.mean(self._null_sd(teff) ** 2 * total) / binomial)
+        self.z_clean_ = self._standardise(count, total, bits)
         if self.scales is not None:
             self._fit_scales(bits)
         if self.null == "empirical":
@@ -615,7 +642,7 @@ class BitMarkDetector(BaseEstimator):
         """One null per scale; the combined score standardised on the calibration set."""
         edges = self._scale_edges(bits.shape[1])
         params = {k: getattr(self, k) for k in ("green", "windows", "count_repeats",
-                                                 "z_threshold")}
+                                                 "z_threshold", "effective_tokens")}
         null = "fixed" if self.null == "fixed" else "gamma0"
         self.scale_detectors_ = []
         with warnings.catch_warnings():
@@ -638,8 +665,9 @@ class BitMarkDetector(BaseEstimator):
         for i, (sub, a, b) in enumerate(
             zip(self.scale_detectors_, edges[:-1], edges[1:], strict=True)
         ):
+            part = bits[:, a:b]
             out[:, i] = sub._standardise(*_green_counts(
-                bits[:, a:b], sub._n, sub._table, sub.windows, sub.count_repeats))
+                part, sub._n, sub._table, sub.windows, sub.count_repeats), part)
         return out
 
     def score_scales(self, X):
@@ -674,6 +702,13 @@ class BitMarkDetector(BaseEstimator):
             split = _split_green_fractions(bits, self._n, self._table, self.windows)
         if len(g) < 2:
             return binomial, 0.0
+        x = 1.0 / total
+        if self.effective_tokens == "distinct" and len(g) > 2 and np.ptp(x) > 0:
+            # var(g) = tau2 + s2 / T_eff, by least squares on the squared deviations
+            r2 = (g - g.mean()) ** 2 * len(g) / (len(g) - 1)
+            s2 = float(np.polyfit(x, r2, 1)[0])
+            s2 = max(s2, binomial)
+            return s2, max(float(np.mean(r2) - s2 * np.mean(x)), 0.0)
         if split is None:
             s2 = binomial
         else:
@@ -689,8 +724,14 @@ class BitMarkDetector(BaseEstimator):
         var = self.between_image_var_ + self.window_var_ / total
         return np.sqrt(np.maximum(var, binomial / total))
 
-    def _standardise(self, count, total):
-        return (count / total - self.gamma0_) / self._null_sd(total)
+    def _effective(self, bits, total):
+        """Windows behind the window term of the null: all, or of distinct tokens."""
+        if self.effective_tokens == "all":
+            return total
+        return total * _distinct_tokens(bits) / bits.shape[1]
+
+    def _standardise(self, count, total, bits):
+        return (count / total - self.gamma0_) / self._null_sd(self._effective(bits, total))
 
     def _check_population(self, z):
         """Warn when more scored samples fall in the clean lower tail than chance allows.
@@ -752,7 +793,10 @@ class BitMarkDetector(BaseEstimator):
             raw = self._scale_z(self._bits(X, reset=False)) @ self.scale_weights_
             z = (raw - self._combined_center) / self._combined_scale
         else:
-            z = self._standardise(*self._counts(X))
+            bits = self._bits(X, reset=False)
+            count, total = _green_counts(bits, self._n, self._table, self.windows,
+                                         self.count_repeats)
+            z = self._standardise(count, total, bits)
         self._check_population(z)
         return z
 
