@@ -113,7 +113,8 @@ def test_processed_clean_patches_are_not_accused(real_detector, processed, name)
 # 0.92% at q60; the 1% level is met)
 _JPEG_TAIL = pytest.mark.xfail(strict=True, reason=(
     "JPEG flattens near-uniform 8 x 8 patches to one grey level, whose green fraction "
-    "is that level's: the 0.1% tail of the clean null does not hold (issue 37)"))
+    "is that level's: the 0.1% tail of the default null does not hold; "
+    "effective_tokens='distinct' holds it (test below) (issue 37)"))
 
 
 @pytest.mark.parametrize("name", [
