@@ -134,6 +134,43 @@ class BitMarkDetection:
         self.detector.score_samples(self.bits)
 
 
+def _xor_count_z(bits):
+    """The peer: a plain numpy XOR-and-count z-test of the pairs {01, 10} at gamma 1/2."""
+    differ = (bits[:, :, 1:] ^ bits[:, :, :-1]).reshape(len(bits), -1)
+    total = differ.shape[1]
+    return (differ.sum(axis=1) - 0.5 * total) / np.sqrt(0.25 * total)
+
+
+class BitMarkDetectionInfinitySize:
+    """Detection at Infinity's size (200 images x 4096 tokens x 32 bits, uint8; issue 37):
+    the time of ``score_samples``, and its ratio to a plain numpy XOR-and-count z-test on
+    the same bits, timed alternately in one process (target <= 2)."""
+
+    timeout = 300
+
+    def setup(self):
+        from sklearn_cispa.watermark import BitMarkDetector
+
+        rng = np.random.default_rng(SEED)
+        self.bits = rng.integers(0, 2, size=(200, 4096, 32), dtype=np.uint8)
+        self.detector = BitMarkDetector().fit(self.bits[:100])
+
+    def time_detect_200_infinity_images(self):
+        self.detector.score_samples(self.bits)
+
+    def track_ratio_over_numpy_xor_count(self):
+        import timeit
+
+        ours, peer = [], []
+        for _ in range(5):
+            ours.append(timeit.timeit(lambda: self.detector.score_samples(self.bits),
+                                      number=1))
+            peer.append(timeit.timeit(lambda: _xor_count_z(self.bits), number=1))
+        return min(ours) / min(peer)
+
+    track_ratio_over_numpy_xor_count.unit = "ratio"
+
+
 class BitMarkQuality:
     """AUC and TPR at 1% FPR at delta = 2, and grey-level distortion, beside DWT-DCT."""
 

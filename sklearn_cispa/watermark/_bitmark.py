@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_cispa.utils import spawn_seeds
 
 _GREEN_TYPES = [tuple, list, set, frozenset]
+_LOWER_1PCT = float(norm.ppf(0.01))  # the population check's lower tail
 
 
 def _parse_green(green):
@@ -35,50 +36,100 @@ def _parse_green(green):
     return n, table
 
 
+def _is_integer_array(X):
+    return isinstance(X, np.ndarray) and X.dtype.kind in "biu"
+
+
 def _as_bits(X):
-    """Bits as (n_samples, n_tokens, token_bits) uint8; 2-D input is one token per row."""
+    """Bits as (n_samples, n_tokens, token_bits) uint8; 2-D input is one token per row.
+
+    Integer and boolean arrays of 0/1 are used as they are (no float copy: one pass over
+    the data checks their range), which keeps detection at the cost of counting.
+    """
     X = np.asarray(X)
     if X.ndim == 2:
         X = X[:, None, :]
-    bits = np.clip(np.rint(X), 0, 1).astype(np.uint8)
-    if not np.array_equal(bits, X):
-        warnings.warn(
-            "X holds values other than 0 and 1; they were rounded and clipped to bits. "
-            "For images, set encoder= (for example a fitted generator's encode).",
-            UserWarning,
-            stacklevel=4,
-        )
+    if X.dtype.kind == "b":
+        return X.view(np.uint8)
+    if X.dtype.kind in "iu":
+        low = X.min() if X.size and X.dtype.kind == "i" else 0
+        high = X.max() if X.size else 0
+        if low >= 0 and high <= 1:
+            return X if X.dtype == np.uint8 else X.astype(np.uint8)
+        bits = np.clip(X, 0, 1).astype(np.uint8)
+    else:
+        bits = np.clip(np.rint(X), 0, 1).astype(np.uint8)
+        if np.array_equal(bits, X):
+            return bits
+    warnings.warn(
+        "X holds values other than 0 and 1; they were rounded and clipped to bits. "
+        "For images, set encoder= (for example a fitted generator's encode).",
+        UserWarning,
+        stacklevel=4,
+    )
     return bits
 
 
 def _window_codes(bits, n, windows):
     """Integer code of every length-n window: (n_samples, n_windows)."""
+    dtype = np.uint8 if n <= 8 else np.uint16
     if windows == "flat":
         seq = bits.reshape(bits.shape[0], -1)
         length = seq.shape[1] - n + 1
-        codes = np.zeros((seq.shape[0], max(length, 0)), dtype=np.int64)
+        codes = np.zeros((seq.shape[0], max(length, 0)), dtype=dtype)
         for j in range(n):
-            codes = 2 * codes + seq[:, j : j + length]
+            codes = (codes << 1) | seq[:, j : j + length]
         return codes
     d = bits.shape[2]
     length = d - n + 1
-    codes = np.zeros((*bits.shape[:2], max(length, 0)), dtype=np.int64)
+    codes = np.zeros((*bits.shape[:2], max(length, 0)), dtype=dtype)
     for j in range(n):
-        codes = 2 * codes + bits[:, :, j : j + length]
+        codes = (codes << 1) | bits[:, :, j : j + length]
     return codes.reshape(bits.shape[0], -1)
+
+
+def _xor_counts(bits, windows):
+    """Per sample, the number of length-2 windows whose two bits differ."""
+    if windows == "flat":
+        seq = bits.reshape(bits.shape[0], -1)
+        diff = seq[:, 1:] ^ seq[:, :-1]
+    else:
+        diff = (bits[:, :, 1:] ^ bits[:, :, :-1]).reshape(bits.shape[0], -1)
+    return diff.sum(axis=1, dtype=np.int64).astype(np.float64), diff.shape[1]
 
 
 def _green_counts(bits, n, table, windows, count_repeats):
     """(green count C, window count T) per sample."""
+    if n == 2 and count_repeats and bits.dtype == np.uint8:
+        # the green lists {01, 10} and {00, 11} are "the bits differ" / "agree": one XOR
+        # pass and a count, without window codes (the Infinity-size detection path)
+        if table.tolist() in ([False, True, True, False], [True, False, False, True]):
+            differ, total = _xor_counts(bits, windows)
+            count = differ if table[1] else total - differ
+            return count, np.full(bits.shape[0], float(total))
     codes = _window_codes(bits, n, windows)
     if count_repeats:
         green = table[codes].sum(axis=1).astype(np.float64)
         return green, np.full(codes.shape[0], float(codes.shape[1]))
     present = np.zeros((codes.shape[0], table.size), dtype=bool)
-    np.put_along_axis(present, codes, True, axis=1)
+    np.put_along_axis(present, codes.astype(np.intp), True, axis=1)
     return (present & table).sum(axis=1).astype(np.float64), present.sum(axis=1).astype(
         np.float64
     )
+
+
+def _distinct_tokens(bits):
+    """Number of distinct tokens of each sample: (n_samples,)."""
+    n, t, d = bits.shape
+    if d <= 62:
+        codes = np.zeros((n, t), dtype=np.int64)
+        for j in range(d):
+            codes = (codes << 1) | bits[:, :, j]
+    else:
+        packed = np.ascontiguousarray(np.packbits(bits, axis=2))
+        codes = packed.view(np.dtype((np.void, packed.shape[2])))[..., 0]
+    codes = np.sort(codes, axis=1)
+    return 1 + (codes[:, 1:] != codes[:, :-1]).sum(axis=1)
 
 
 def _z(count, total, gamma):
@@ -351,6 +402,26 @@ class BitMarkDetector(BaseEstimator):
     encoder : callable or None, default=None
         Maps images to bits, for example a fitted ``BitwiseARGenerator.encode`` or the
         8-bit grey-level bits of a photo. When set, every method takes images.
+    effective_tokens : {"all", "distinct"}, default="all"
+        The number of tokens in the window term of the null variance. ``"all"``: every
+        token of the sample. ``"distinct"``: only its distinct tokens, since a repeated
+        token brings no new evidence; an image flattened to a few grey levels (JPEG of
+        a near-uniform 8 x 8 block, for example) then gets the wide null it has, and
+        the window and between-image variances are fitted by least squares on the
+        calibration images' distinct-token counts. Use it for images with flat
+        regions scored at a low ``fpr`` (see the user guide); it costs a sort of the
+        token codes per sample.
+    scales : tuple of int or None, default=None
+        Multi-scale token maps (Infinity's scales, coarse to fine): the number of tokens
+        of each scale, in the order they lie along the token axis (for example ``(1, 4,
+        16, 64)``). Each scale gets its own null, calibrated on that scale of the clean
+        samples, :meth:`score_scales` gives the z-score of every scale, and
+        ``score_samples`` combines them: the per-scale deviations weighted by the
+        inverse null standard deviation of their scale, standardised by the mean and
+        standard deviation of that sum over the calibration samples (which takes the
+        correlation between the scales of one image into account). Samples must then
+        have ``sum(scales)`` tokens. None: one null for all tokens, and any number of
+        tokens per sample.
 
     Attributes
     ----------
@@ -376,6 +447,11 @@ class BitMarkDetector(BaseEstimator):
     n_features_in_ : int
         Second dimension of the calibration bits (tokens for 3-D bits, bits for 2-D);
         other samples may have any number of tokens.
+    scale_detectors_ : list of BitMarkDetector
+        With ``scales``: one detector per scale (``null="gamma0"`` unless ``null`` is
+        ``"fixed"``), fitted on that scale of the calibration samples.
+    scale_weights_ : ndarray of shape (n_scales,)
+        With ``scales``: the weight of each scale's z-score in the combined score.
 
     See Also
     --------
@@ -429,10 +505,13 @@ class BitMarkDetector(BaseEstimator):
         "windows": [StrOptions({"within_token", "flat"})],
         "count_repeats": ["boolean"],
         "encoder": [callable, None],
+        "effective_tokens": [StrOptions({"all", "distinct"})],
+        "scales": [tuple, list, None],
     }
 
     def __init__(self, green=("01", "10"), null="empirical", fpr=0.01, z_threshold=4.0,
-                 windows="within_token", count_repeats=True, encoder=None):
+                 windows="within_token", count_repeats=True, encoder=None,
+                 effective_tokens="all", scales=None):
         self.green = green
         self.null = null
         self.fpr = fpr
@@ -440,15 +519,19 @@ class BitMarkDetector(BaseEstimator):
         self.windows = windows
         self.count_repeats = count_repeats
         self.encoder = encoder
+        self.effective_tokens = effective_tokens
+        self.scales = scales
 
     def _bits(self, X, reset):
         if self.encoder is not None:
             X = self.encoder(X)
+        # integer and boolean bits are kept as they are (no float copy)
+        dtype = None if _is_integer_array(X) else np.float64
         if reset:
-            X = validate_data(self, X, reset=True, allow_nd=True, dtype=np.float64)
+            X = validate_data(self, X, reset=True, allow_nd=True, dtype=dtype)
         else:
             # any number of tokens: the z-test needs none fixed (only the token width)
-            X = check_array(X, allow_nd=True, dtype=np.float64)
+            X = check_array(X, allow_nd=True, dtype=dtype)
         if X.ndim not in (2, 3):
             raise ValueError(
                 f"bits must be 2-D (n_samples, n_bits) or 3-D (n_samples, n_tokens, "
@@ -515,10 +598,13 @@ class BitMarkDetector(BaseEstimator):
         if self.null == "fixed":
             self.window_var_, self.between_image_var_ = binomial, 0.0
         else:
-            self.window_var_, self.between_image_var_ = self._dispersion(bits, count / total,
-                                                                         total, binomial)
-        self.dispersion_ = float(np.mean(self._null_sd(total) ** 2 * total) / binomial)
-        self.z_clean_ = self._standardise(count, total)
+            self.window_var_, self.between_image_var_ = self._dispersion(
+                bits, count / total, self._effective(bits, total), binomial)
+        teff = self._effective(bits, total)
+        self.dispersion_ = float(np.mean(self._null_sd(teff) ** 2 * total) / binomial)
+        self.z_clean_ = self._standardise(count, total, bits)
+        if self.scales is not None:
+            self._fit_scales(bits)
         if self.null == "empirical":
             k = max(1, math.ceil((1.0 - self.fpr) * len(count) - 1e-9))
             quantile = float(np.sort(self.z_clean_)[k - 1])
@@ -539,6 +625,70 @@ class BitMarkDetector(BaseEstimator):
             self.threshold_ = float(self.z_threshold)
         return self
 
+    def _scale_edges(self, n_tokens):
+        sizes = [int(v) for v in self.scales]
+        if not sizes or min(sizes) < 1 or any(
+            not isinstance(v, numbers.Integral) for v in self.scales
+        ):
+            raise ValueError(f"scales must be positive token counts; got {self.scales!r}.")
+        if sum(sizes) != n_tokens:
+            raise ValueError(
+                f"scales={tuple(sizes)} hold {sum(sizes)} tokens; the samples have "
+                f"{n_tokens}."
+            )
+        return np.cumsum([0, *sizes])
+
+    def _fit_scales(self, bits):
+        """One null per scale; the combined score standardised on the calibration set."""
+        edges = self._scale_edges(bits.shape[1])
+        params = {k: getattr(self, k) for k in ("green", "windows", "count_repeats",
+                                                 "z_threshold", "effective_tokens")}
+        null = "fixed" if self.null == "fixed" else "gamma0"
+        self.scale_detectors_ = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for a, b in zip(edges[:-1], edges[1:], strict=True):
+                sub = BitMarkDetector(null=null, **params).fit(bits[:, a:b])
+                self.scale_detectors_.append(sub)
+        weights = np.array([1.0 / sub._null_sd(np.array([float(sub.n_windows_)]))[0]
+                            for sub in self.scale_detectors_])
+        self.scale_weights_ = weights / np.sqrt(np.sum(weights**2))
+        raw = self._scale_z(bits) @ self.scale_weights_
+        self._combined_center = float(raw.mean())
+        sd = float(raw.std(ddof=1)) if len(raw) > 1 else 1.0
+        self._combined_scale = sd if sd > 0 else 1.0
+        self.z_clean_ = (raw - self._combined_center) / self._combined_scale
+
+    def _scale_z(self, bits):
+        edges = self._scale_edges(bits.shape[1])
+        out = np.empty((bits.shape[0], len(self.scale_detectors_)))
+        for i, (sub, a, b) in enumerate(
+            zip(self.scale_detectors_, edges[:-1], edges[1:], strict=True)
+        ):
+            part = bits[:, a:b]
+            out[:, i] = sub._standardise(*_green_counts(
+                part, sub._n, sub._table, sub.windows, sub.count_repeats), part)
+        return out
+
+    def score_scales(self, X):
+        """z-score of each sample at each scale (``scales`` set).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, sum(scales), token_bits)
+            Bits of the multi-scale token maps, scale after scale, or images when
+            ``encoder`` is set.
+
+        Returns
+        -------
+        z : ndarray of shape (n_samples, n_scales)
+            Each scale's z-score under its own calibrated null.
+        """
+        check_is_fitted(self)
+        if self.scales is None:
+            raise ValueError("score_scales needs scales= (tokens per scale) at fit.")
+        return self._scale_z(self._bits(X, reset=False))
+
     def _dispersion(self, bits, g, total, binomial):
         """(window variance s2, between-image variance tau2) of the clean green fraction.
 
@@ -552,6 +702,13 @@ class BitMarkDetector(BaseEstimator):
             split = _split_green_fractions(bits, self._n, self._table, self.windows)
         if len(g) < 2:
             return binomial, 0.0
+        x = 1.0 / total
+        if self.effective_tokens == "distinct" and len(g) > 2 and np.ptp(x) > 0:
+            # var(g) = tau2 + s2 / T_eff, by least squares on the squared deviations
+            r2 = (g - g.mean()) ** 2 * len(g) / (len(g) - 1)
+            s2 = float(np.polyfit(x, r2, 1)[0])
+            s2 = max(s2, binomial)
+            return s2, max(float(np.mean(r2) - s2 * np.mean(x)), 0.0)
         if split is None:
             s2 = binomial
         else:
@@ -567,8 +724,14 @@ class BitMarkDetector(BaseEstimator):
         var = self.between_image_var_ + self.window_var_ / total
         return np.sqrt(np.maximum(var, binomial / total))
 
-    def _standardise(self, count, total):
-        return (count / total - self.gamma0_) / self._null_sd(total)
+    def _effective(self, bits, total):
+        """Windows behind the window term of the null: all, or of distinct tokens."""
+        if self.effective_tokens == "all":
+            return total
+        return total * _distinct_tokens(bits) / bits.shape[1]
+
+    def _standardise(self, count, total, bits):
+        return (count / total - self.gamma0_) / self._null_sd(self._effective(bits, total))
 
     def _check_population(self, z):
         """Warn when more scored samples fall in the clean lower tail than chance allows.
@@ -581,7 +744,7 @@ class BitMarkDetector(BaseEstimator):
         n = z.size
         if n < 20 or self.null == "fixed":
             return
-        cut = float(norm.ppf(0.01))
+        cut = _LOWER_1PCT
         rate = max(float(np.mean(self.z_clean_ < cut)), 0.01)
         k = int(np.sum(z < cut))
         if k and binom.sf(k - 1, n, rate) < 1e-3:
@@ -626,8 +789,14 @@ class BitMarkDetector(BaseEstimator):
             ``(C - gamma0_ T) / sqrt(T gamma0_ (1 - gamma0_))``.
         """
         check_is_fitted(self)
-        count, total = self._counts(X)
-        z = self._standardise(count, total)
+        if self.scales is not None:
+            raw = self._scale_z(self._bits(X, reset=False)) @ self.scale_weights_
+            z = (raw - self._combined_center) / self._combined_scale
+        else:
+            bits = self._bits(X, reset=False)
+            count, total = _green_counts(bits, self._n, self._table, self.windows,
+                                         self.count_repeats)
+            z = self._standardise(count, total, bits)
         self._check_population(z)
         return z
 

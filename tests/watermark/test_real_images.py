@@ -12,6 +12,7 @@ from sklearn_cispa.watermark import (
     BitMarkDetector,
     BitMarkWatermark,
     BitwiseARGenerator,
+    bit_flipper_attack,
     blur_attack,
     crop_resize_attack,
     gaussian_noise_attack,
@@ -66,23 +67,87 @@ def test_fpr_on_held_out_real_patches(patches, fpr):
     assert _flagged(det, patches[1]) <= 2 * fpr
 
 
-@pytest.mark.parametrize("attack, strength", [
-    (jpeg_attack, 50), (jpeg_attack, 75), (jpeg_attack, 95),
-    (crop_resize_attack, 0.75), (crop_resize_attack, 0.95),
-    (blur_attack, 1.0), (blur_attack, 1.5),
-])
-def test_processed_clean_patches_are_not_accused(real_detector, patches, attack, strength):
+ATTACKS = {
+    "jpeg50": lambda X: jpeg_attack(X, 50, n_levels=256),
+    "jpeg75": lambda X: jpeg_attack(X, 75, n_levels=256),
+    "jpeg95": lambda X: jpeg_attack(X, 95, n_levels=256),
+    "crop0.75": lambda X: crop_resize_attack(X, 0.75, n_levels=256),
+    "crop0.95": lambda X: crop_resize_attack(X, 0.95, n_levels=256),
+    "blur1.0": lambda X: blur_attack(X, 1.0, n_levels=256),
+    "blur1.5": lambda X: blur_attack(X, 1.5, n_levels=256),
+    "noise1": lambda X: gaussian_noise_attack(X.reshape(len(X), -1), 1.0, n_levels=256,
+                                              random_state=0),
+    "noise4": lambda X: gaussian_noise_attack(X.reshape(len(X), -1), 4.0, n_levels=256,
+                                              random_state=0),
+}
+
+
+@pytest.fixture(scope="module")
+def processed(patches):
+    """The clean held-out patches after each ordinary processing (computed once)."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = ATTACKS[name](patches[1])
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def strict_detector(patches):
+    return BitMarkDetector(fpr=0.001, encoder=grey_bits).fit(patches[0])
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_processed_clean_patches_are_not_accused(real_detector, processed, name):
     # at the clean threshold (no re-calibration); measured at 1%: JPEG 50/75/95 0.52/0.85/
-    # 0.75%, crop 0.75/0.95 1.37/0.94%, blur 1.0/1.5 1.06/1.51%
-    attacked = attack(patches[1], strength, n_levels=256)
-    assert _flagged(real_detector, attacked) <= 0.02
+    # 0.75%, crop 0.75/0.95 1.37/0.94%, blur 1.0/1.5 1.06/1.51%, noise 1/4 0.14/0.00%
+    assert _flagged(real_detector, processed(name)) <= 0.02
 
 
-@pytest.mark.parametrize("sigma", [1.0, 4.0])
-def test_noisy_clean_patches_are_not_accused(real_detector, patches, sigma):
-    X = patches[1].reshape(len(patches[1]), -1)
-    noisy = gaussian_noise_attack(X, sigma, n_levels=256, random_state=0)
-    assert _flagged(real_detector, noisy) <= 0.02   # measured 0.14% / 0.00%
+# JPEG of an 8 x 8 patch (one JPEG block) turns near-uniform patches (sky, 3-6 grey
+# levels) into a single level; 42 = 00101010 and 213 = 11010101 have 6 of 7 pairs
+# green, z = 3.37 against the 0.1% threshold 3.09 (measured 0.28% at q75, 0.47% at q50,
+# 0.92% at q60; the 1% level is met)
+_JPEG_TAIL = pytest.mark.xfail(strict=True, reason=(
+    "JPEG flattens near-uniform 8 x 8 patches to one grey level, whose green fraction "
+    "is that level's: the 0.1% tail of the default null does not hold; "
+    "effective_tokens='distinct' holds it (test below) (issue 37)"))
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param("jpeg50", marks=_JPEG_TAIL), pytest.param("jpeg75", marks=_JPEG_TAIL),
+    "jpeg95", "crop0.75", "crop0.95", "blur1.0", "blur1.5", "noise1", "noise4"])
+def test_processed_clean_patches_at_one_in_a_thousand(strict_detector, processed, name):
+    # 4240 clean held-out patches; at most 2x nominal = 8 of them (measured 0.00-0.05%
+    # outside JPEG 50-75)
+    assert _flagged(strict_detector, processed(name)) <= 0.002
+
+
+@pytest.mark.parametrize("fpr", [0.01, 0.001])
+def test_distinct_tokens_hold_both_levels_after_every_processing(patches, processed, fpr):
+    """effective_tokens="distinct": a repeated token adds no evidence, so a patch that
+    JPEG flattened to one level is tested with the window variance of one token. Every
+    processing then stays within 2x nominal at 1% and at 0.1% (measured on this half:
+    at most 1.51% at 1% and 0.12% at 0.1%, both blur 1.5)."""
+    det = BitMarkDetector(fpr=fpr, encoder=grey_bits, effective_tokens="distinct")
+    det.fit(patches[0])
+    assert _flagged(det, patches[1]) <= 2 * fpr
+    for name in ATTACKS:
+        assert _flagged(det, processed(name)) <= 2 * fpr, name
+
+
+def test_distinct_tokens_widen_the_null_of_a_flat_image(real_detector, patches):
+    det = BitMarkDetector(encoder=grey_bits, effective_tokens="distinct").fit(patches[0])
+    flat = np.full((1, P, P), 42)                       # 00101010: 6 of 7 pairs green
+    g = det.green_fraction(flat)[0]
+    assert g == 6 / 7
+    sd_one_token = np.sqrt(det.between_image_var_ + det.window_var_ / 7)
+    np.testing.assert_allclose(det.score_samples(flat), (g - det.gamma0_) / sd_one_token)
+    # the default counts its 64 identical tokens as 64 pieces of evidence
+    assert real_detector.score_samples(flat)[0] > det.score_samples(flat)[0] + 0.5
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -138,14 +203,27 @@ def test_attacks_check_levels_and_shapes():
     np.testing.assert_array_equal(blur_attack(X, 0.0), X)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_robustness_at_the_clean_threshold_on_8_bit_images(patches):
-    """delta = 2 on an 8-bit generator fitted on real patches, the threshold calibrated on
-    clean samples only: TPR >= 0.9 wherever the attack keeps PSNR >= 30 dB."""
+@pytest.fixture(scope="module")
+def eight_bit(patches):
+    """An 8-bit generator fitted on real patches, its clean-calibrated detector (the
+    threshold never sees attacked images) and 300 delta = 2 samples."""
     flat = patches[0][:1000].reshape(1000, -1)
-    gen = BitwiseARGenerator(n_bits=8, image_shape=(P, P), max_iter=50).fit(flat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gen = BitwiseARGenerator(n_bits=8, image_shape=(P, P), max_iter=50).fit(flat)
     det = BitMarkDetector(encoder=grey_bits).fit(gen.sample(300, random_state=2)[0])
     marked = gen.sample(300, logits_processor=BitMarkWatermark(delta=2.0), random_state=3)[0]
+    return det, marked
+
+
+def _psnr(a, b):
+    return 10 * np.log10(255.0**2 / np.mean((np.asarray(a, float) - b) ** 2))
+
+
+def test_robustness_at_the_clean_threshold_on_8_bit_images(eight_bit):
+    """delta = 2 on an 8-bit generator fitted on real patches, the threshold calibrated on
+    clean samples only: TPR >= 0.9 wherever the attack keeps PSNR >= 30 dB."""
+    det, marked = eight_bit
     attacks = [lambda X: gaussian_noise_attack(X, 4.0, n_levels=256, random_state=0),
                lambda X: jpeg_attack(X, 95, n_levels=256),
                lambda X: jpeg_attack(X, 75, n_levels=256),
@@ -153,8 +231,27 @@ def test_robustness_at_the_clean_threshold_on_8_bit_images(patches):
     checked = 0
     for attack in attacks:
         out = attack(marked)
-        psnr = 10 * np.log10(255.0**2 / np.mean((out - marked) ** 2.0))
+        psnr = _psnr(marked, out)
         if psnr >= 30:
             checked += 1
             assert _flagged(det, out) >= 0.9, psnr
     assert checked >= 2   # noise 4 (36 dB) and JPEG 95 (42 dB) at least
+
+
+@pytest.mark.parametrize("mode", ["remove", "reference"])
+def test_bit_flipper_removes_the_mark_only_with_severe_degradation(eight_bit, mode):
+    """The paper: the Bit-Flipper cannot erase the mark without severe visual loss. On
+    8-bit tokens, at the clean threshold: kept (TPR >= 0.9) at factor 0.2 (21-22 dB),
+    gone (TPR <= 0.1) at the reference's 2.2, which costs PSNR < 15 dB (10.7 / 12.5 dB
+    measured)."""
+    det, marked = eight_bit
+    bits = grey_bits(marked)
+    weights = 1 << np.arange(7, -1, -1)
+    for factor, keeps in ((0.2, True), (2.2, False)):
+        flipped = bit_flipper_attack(bits, factor=factor, mode=mode, random_state=0)
+        levels = (flipped.astype(np.int64) * weights).sum(-1)
+        tpr, psnr = _flagged(det, levels), _psnr(marked, levels)
+        if keeps:
+            assert tpr >= 0.9 and psnr < 25, (tpr, psnr)
+        else:
+            assert tpr <= 0.1 and psnr < 15, (tpr, psnr)
