@@ -24,7 +24,7 @@ from sklearn_cispa.utils import spawn_seeds
         "DA+ERM in 32/32 SEMs. The library's default selector is PULSE (Jakobsen and Peters, "
         "2022), which an audit measured at nCER 0.014."
     ),
-    cost=(10, 55),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(6, 55),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Mean nCER over random SEMs (n = 2048, d = 32, confounding 1, gamma 1).

@@ -202,7 +202,7 @@ def _attacked_tpr(attack, cal, clean, marked, seed):
         "erase it without severe degradation. Spec checks on the toy: AUC >= 0.99 and TPR "
         ">= 0.95 at delta = 2 with the calibrated null; the fixed null's clean z below -5."
     ),
-    cost=(2, 12),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(7, 300),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Toy generator on digits; 500 (quick) or 1000 images per arm; 3 or 10 seeds."""

@@ -59,7 +59,7 @@ def compare_on_generated(*, n_nodes, n_samples, seeds, cmm_params, random_state=
         "CMM F1 0.897 vs causal-learn GES 0.375 (DirectLiNGAM 0.857); on generated data "
         "(N=6, n=500) mean F1(CMM) >= F1(GES) - 0.05; 'LiNGAM is a strong baseline'."
     ),
-    cost=(6, 60),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(5, 60),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Spec V3 protocol (N = 6, P = 0.4, C = 5, K = 2, PZ = 0.5, NZ = 2), X standardised.

@@ -173,7 +173,7 @@ def _one_seed(widths, X, y, seed):
         "loss) < 0 with p < 0.05, for the kernel of nets drawn from the estimated graphons."
     ),
     # seconds alone on 2 cores: quick 8 s CPU measured, full estimated (787 s at load 10)
-    cost=(10, 400),
+    cost=(6, 300),
 )
 def run(*, quick, out_dir, random_state):
     from sklearn.datasets import load_digits

@@ -71,7 +71,7 @@ def variant_metrics(lira, n_reference=None, fpr=0.01, **kw):
         "references raise AUC 0.540 -> 0.680). Spec checks on digits, M = 32: AUC >= 0.70 "
         "and TPR at 1% FPR >= 5x the loss attack's; AUC(M=32) - AUC(M=4) >= 0.03."
     ),
-    cost=(9, 120),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(6, 120),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Random digits pools, unregularised MLP references and targets, 3 seeds.

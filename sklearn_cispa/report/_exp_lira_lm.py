@@ -21,7 +21,7 @@ from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experime
         "exposure is unrelated to extractability. Target here: LiRA TPR at 1% FPR >= 3x "
         "the loss attack's and AUC above it."
     ),
-    cost=(40, 3600),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(45, 3600),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Three audits (seeds); the first gives every figure, with bootstrap intervals.

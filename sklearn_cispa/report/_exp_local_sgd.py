@@ -48,7 +48,7 @@ def _panel(ax, res, title):
         "tau * zeta_star, > 1 at large."
     ),
     # seconds alone on 2 cores: quick 4 s CPU measured, full estimated (38 s at load 10)
-    cost=(5, 25),
+    cost=(3, 120),
 )
 def run(*, quick, out_dir, random_state):
     """M = 8, d = 10, mu = 0.1, sigma = 0.1, R = K = 20; every arm tuned on 16 log-spaced

@@ -41,7 +41,7 @@ def _word(diff, unit=""):
         "digits MLP on CPU: CE 97.78, LS 99.14, MaxSup 99.20 (MaxSup ~ LS expected there); "
         "confidence on test errors .76 / .36 / .37."
     ),
-    cost=(5, 60),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(3, 60),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run_maxsup(*, quick, out_dir, random_state):
     from sklearn_cispa.report._neural_experiments import loss_comparison
@@ -109,7 +109,7 @@ def run_maxsup(*, quick, out_dir, random_state):
         "loses < 0.5 point on task 1 and less than AdamW 1e-3 (0.996 vs 0.978 after), with "
         "task 2 within 2 points of AdamW's."
     ),
-    cost=(6, 40),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(4, 40),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run_nanoadam(*, quick, out_dir, random_state):
     from sklearn_cispa.report._neural_experiments import split_digits
@@ -190,7 +190,7 @@ def run_nanoadam(*, quick, out_dir, random_state):
         "86.25 -> 87.83). Spec, digits MLP on CPU: 96.37 vs 96.37 at 90%, 'not resolvable at "
         "this scale'."
     ),
-    cost=(5, 40),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(3, 40),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run_sign_in(*, quick, out_dir, random_state):
     from sklearn_cispa.report._neural_experiments import sign_in_comparison

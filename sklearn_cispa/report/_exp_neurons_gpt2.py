@@ -26,7 +26,7 @@ from sklearn_cispa.report._stats import mean_sd
         "held-out perplexity +< 1%, matched random controls stop <= 5%, >= 80% of the "
         "other canaries kept."
     ),
-    cost=(60, 700),  # seconds alone on 2 cores: quick measured, full estimated
+    cost=(17, 1200),  # seconds alone on 2 cores: quick measured, full estimated
 )
 def run(*, quick, out_dir, random_state):
     """Planted-canary benchmark on the transformer substrate over 3 seeds.
