@@ -5,7 +5,21 @@ knows none of them.
 """
 
 from sklearn_cispa.language._charlm import CharMLPLanguageModel
+from sklearn_cispa.language._generation import (
+    continuation_log_likelihoods,
+    log_odds,
+    orpo_update,
+    sample_continuations,
+)
 from sklearn_cispa.language._tokenizer import CharTokenizer
 from sklearn_cispa.language._transformer import TransformerLanguageModel
 
-__all__ = ["CharMLPLanguageModel", "CharTokenizer", "TransformerLanguageModel"]
+__all__ = [
+    "CharMLPLanguageModel",
+    "CharTokenizer",
+    "TransformerLanguageModel",
+    "continuation_log_likelihoods",
+    "log_odds",
+    "orpo_update",
+    "sample_continuations",
+]

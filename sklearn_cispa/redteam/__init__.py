@@ -1,7 +1,8 @@
 """Search machinery for authorised red-teaming evaluations (GASP's latent Bayesian optimisation).
 
 Only the generic search over a user's candidate suffixes, a random baseline, ORPO
-preference data and loss, and a benign toy harness; no prompts, models or judges.
+preference data and loss, the generate-search-ORPO loop over a user's generator, and a
+benign toy harness; no prompts, models or judges.
 """
 
 from sklearn_cispa.redteam._refine import (
@@ -10,10 +11,12 @@ from sklearn_cispa.redteam._refine import (
     make_preference_pairs,
     orpo_loss,
 )
+from sklearn_cispa.redteam._gasp import GASPSuffixGenerator
 from sklearn_cispa.redteam._search import LatentBOSuffixSearch, RandomSubsetSearch
 from sklearn_cispa.redteam._toy import ToyKeywordTarget, ToyRubricJudge, make_toy_landscape
 
 __all__ = [
+    "GASPSuffixGenerator",
     "LatentBOSuffixSearch",
     "RandomSubsetSearch",
     "ToyKeywordTarget",
