@@ -22,9 +22,7 @@ __all__ = ["continuation_log_likelihoods", "log_odds", "orpo_update", "sample_co
 def _check_lm(lm):
     if not (hasattr(lm, "model_") and hasattr(lm, "_adapter")):
         check_is_fitted(lm)
-        raise TypeError(
-            f"expected a fitted TransformerLanguageModel, got {type(lm).__name__}"
-        )
+        raise TypeError(f"expected a fitted TransformerLanguageModel, got {type(lm).__name__}")
     check_is_fitted(lm)
     return lm._adapter
 
@@ -71,8 +69,9 @@ def _prefix_ids(lm, adapter, prefix, room):
     },
     prefer_skip_nested_validation=True,
 )
-def sample_continuations(lm, prefixes, n_samples=1, max_new_tokens=24, temperature=1.0,
-                         top_k=None, random_state=None):
+def sample_continuations(
+    lm, prefixes, n_samples=1, max_new_tokens=24, temperature=1.0, top_k=None, random_state=None
+):
     """Sample continuations of each prefix from a fitted language model.
 
     Every sample starts after the beginning token and the prefix's tokens and stops at
@@ -121,8 +120,7 @@ def sample_continuations(lm, prefixes, n_samples=1, max_new_tokens=24, temperatu
     prefixes = _texts("prefixes", prefixes)
     n_samples = _positive_int("n_samples", n_samples)
     max_new_tokens = _positive_int("max_new_tokens", max_new_tokens, minimum=0)
-    if not (isinstance(temperature, numbers.Real) and np.isfinite(temperature)
-            and temperature > 0):
+    if not (isinstance(temperature, numbers.Real) and np.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
     if top_k is not None:
         top_k = _positive_int("top_k", top_k)
@@ -172,13 +170,17 @@ def sample_continuations(lm, prefixes, n_samples=1, max_new_tokens=24, temperatu
                 if not alive.any():
                     break
                 step_in = torch.as_tensor(nxt[:, None], device=device)
-            out.append([adapter.decode(tokens[r, :lengths[r]]) for r in range(n_samples)])
+            out.append([adapter.decode(tokens[r, : lengths[r]]) for r in range(n_samples)])
     return out
 
 
 @validate_params(
-    {"lm": [HasMethods(["encode", "decode"])], "prefixes": [list, tuple], "continuations": [list, tuple],
-     "grad": ["boolean"]},
+    {
+        "lm": [HasMethods(["encode", "decode"])],
+        "prefixes": [list, tuple],
+        "continuations": [list, tuple],
+        "grad": ["boolean"],
+    },
     prefer_skip_nested_validation=True,
 )
 def continuation_log_likelihoods(lm, prefixes, continuations, grad=False):
@@ -260,9 +262,9 @@ def continuation_log_likelihoods(lm, prefixes, continuations, grad=False):
     mask = np.zeros((len(rows), width), dtype=np.int64)
     target = np.zeros((len(rows), width - 1), dtype=bool)
     for i, (r, s) in enumerate(zip(rows, starts)):
-        ids[i, :len(r)] = r
-        mask[i, :len(r)] = 1
-        target[i, s - 1:len(r) - 1] = True  # position j predicts token j + 1
+        ids[i, : len(r)] = r
+        mask[i, : len(r)] = 1
+        target[i, s - 1 : len(r) - 1] = True  # position j predicts token j + 1
     ids_t = torch.as_tensor(ids, device=device)
     mask_t = torch.as_tensor(mask, device=device)
     tgt = torch.as_tensor(target, device=device)
@@ -281,8 +283,7 @@ def continuation_log_likelihoods(lm, prefixes, continuations, grad=False):
     return total, n_tokens
 
 
-@validate_params({"mean_logp": [HasMethods(["detach"])]},
-                 prefer_skip_nested_validation=True)
+@validate_params({"mean_logp": [HasMethods(["detach"])]}, prefer_skip_nested_validation=True)
 def log_odds(mean_logp):
     """log(P / (1 - P)) for P = exp(mean log-probability), computed stably (torch).
 
@@ -327,8 +328,9 @@ def log_odds(mean_logp):
     },
     prefer_skip_nested_validation=True,
 )
-def orpo_update(lm, prompts, chosen, rejected, beta=0.1, lr=1e-4, n_steps=1,
-                batch_size=16, random_state=None):
+def orpo_update(
+    lm, prompts, chosen, rejected, beta=0.1, lr=1e-4, n_steps=1, batch_size=16, random_state=None
+):
     """ORPO preference update of a fitted language model, in place.
 
     Minimises ``NLL(chosen | prompt) + beta * L_OR`` with AdamW, where the NLL is the
@@ -417,7 +419,7 @@ def orpo_update(lm, prompts, chosen, rejected, beta=0.1, lr=1e-4, n_steps=1,
             for step in range(n_steps):
                 if pos + batch > len(order):
                     order, pos = rng.permutation(len(prompts)), 0
-                idx = order[pos:pos + batch]
+                idx = order[pos : pos + batch]
                 pos += batch
                 m, c_ll, c_n = margin(idx, True)
                 nll = -(c_ll / c_n)

@@ -35,9 +35,7 @@ def _check_prompts(prompts):
     try:
         prompts = list(prompts)
     except TypeError:
-        raise TypeError(
-            f"prompts must be a list of str, got {type(prompts).__name__}"
-        ) from None
+        raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}") from None
     if not prompts:
         raise ValueError("prompts is empty: pass at least one goal prompt")
     for i, p in enumerate(prompts):
@@ -174,9 +172,19 @@ class GASPSuffixGenerator(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, generator, search=None, n_rounds=5, n_candidates=64, n_queries=8,
-                 orpo_lambda=0.1, lr=1e-4, max_new_tokens=24, random_state=None,
-                 verbose=0):
+    def __init__(
+        self,
+        generator,
+        search=None,
+        n_rounds=5,
+        n_candidates=64,
+        n_queries=8,
+        orpo_lambda=0.1,
+        lr=1e-4,
+        max_new_tokens=24,
+        random_state=None,
+        verbose=0,
+    ):
         self.generator = generator
         self.search = search
         self.n_rounds = n_rounds
@@ -200,8 +208,13 @@ class GASPSuffixGenerator(BaseEstimator):
 
     def _sample(self, lm, prompts, seed):
         contexts = [p + " " for p in prompts]
-        raw = sample_continuations(lm, contexts, n_samples=self.n_candidates,
-                                   max_new_tokens=self.max_new_tokens, random_state=seed)
+        raw = sample_continuations(
+            lm,
+            contexts,
+            n_samples=self.n_candidates,
+            max_new_tokens=self.max_new_tokens,
+            random_state=seed,
+        )
         return [_clean(r) for r in raw]
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -228,8 +241,9 @@ class GASPSuffixGenerator(BaseEstimator):
         lm = copy.deepcopy(self._fitted_generator())
         template = LatentBOSuffixSearch(objective) if self.search is None else self.search
         if "objective" not in template.get_params(deep=False):
-            raise TypeError("search must take an objective (LatentBOSuffixSearch or "
-                            "RandomSubsetSearch)")
+            raise TypeError(
+                "search must take an objective (LatentBOSuffixSearch or RandomSubsetSearch)"
+            )
         counting = _CountingObjective(objective)
         round_seeds = spawn_seeds(self.random_state, self.n_rounds + 1)
         self._generate_seed = int(round_seeds[-1])
@@ -249,9 +263,9 @@ class GASPSuffixGenerator(BaseEstimator):
                         f"round {r} ({self.n_candidates} samples): train it on documents "
                         "that continue such prompts, or raise max_new_tokens"
                     )
-                est = clone(template).set_params(objective=counting,
-                                                 n_calls=self.n_queries,
-                                                 random_state=int(search_seeds[i]))
+                est = clone(template).set_params(
+                    objective=counting, n_calls=self.n_queries, random_state=int(search_seeds[i])
+                )
                 est.fit(cands, goal=prompt)
                 queried = [(est.scores_[c], c) for c in est.scores_]
                 scores[i].extend(s for s, _ in queried)
@@ -278,17 +292,27 @@ class GASPSuffixGenerator(BaseEstimator):
             }
             if pairs[0]:
                 n_steps = _ORPO_PASSES * int(np.ceil(len(pairs[0]) / _ORPO_BATCH))
-                info = orpo_update(lm, *pairs, beta=float(self.orpo_lambda),
-                                   lr=float(self.lr), n_steps=n_steps,
-                                   batch_size=_ORPO_BATCH, random_state=int(orpo_seed))
-                record.update(orpo_loss=float(np.mean(info["loss"])),
-                              margin_before=info["margin_before"],
-                              margin_after=info["margin_after"])
+                info = orpo_update(
+                    lm,
+                    *pairs,
+                    beta=float(self.orpo_lambda),
+                    lr=float(self.lr),
+                    n_steps=n_steps,
+                    batch_size=_ORPO_BATCH,
+                    random_state=int(orpo_seed),
+                )
+                record.update(
+                    orpo_loss=float(np.mean(info["loss"])),
+                    margin_before=info["margin_before"],
+                    margin_after=info["margin_after"],
+                )
             self.history_.append(record)
             if self.verbose:
-                print(f"[GASPSuffixGenerator] round {r + 1}/{self.n_rounds}: "
-                      f"best {record['best_score']:.3f}, ASR {record['asr']:.2f}, "
-                      f"{record['n_pairs']} pairs, ORPO loss {record['orpo_loss']:.4f}")
+                print(
+                    f"[GASPSuffixGenerator] round {r + 1}/{self.n_rounds}: "
+                    f"best {record['best_score']:.3f}, ASR {record['asr']:.2f}, "
+                    f"{record['n_pairs']} pairs, ORPO loss {record['orpo_loss']:.4f}"
+                )
         self.generator_ = lm
         self.scores_ = scores
         self.best_suffixes_ = [c for _, c in best]
@@ -319,10 +343,13 @@ class GASPSuffixGenerator(BaseEstimator):
         if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
             raise ValueError(f"k must be an integer >= 1; got {k!r}")
         contexts = [p + " " for p in prompts]
-        raw = sample_continuations(self.generator_, contexts,
-                                   n_samples=max(self.n_candidates, 2 * int(k)),
-                                   max_new_tokens=self.max_new_tokens,
-                                   random_state=self._generate_seed)
+        raw = sample_continuations(
+            self.generator_,
+            contexts,
+            n_samples=max(self.n_candidates, 2 * int(k)),
+            max_new_tokens=self.max_new_tokens,
+            random_state=self._generate_seed,
+        )
         return [_clean(r)[:k] for r in raw]
 
     def __sklearn_tags__(self):

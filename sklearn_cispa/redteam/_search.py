@@ -454,9 +454,9 @@ class LatentBOSuffixSearch(_SearchBase):
     TF-IDF unless the user passes a model-based embedder; an empty ``goal`` gives the
     candidate alone as the prompt. The defaults (no reduction, PI, numpy Matern 5/2 GP)
     were chosen by the measurement of issue 36 (user guide); the reference reduces to 2-d
-    with t-SNE, which did not beat random at equal unique calls. The embeddings are divided by their largest absolute
-    value before the reduction, so the latent map does not depend on their units. The
-    latent map, and hence the result, depends on the order of the candidates through
+    with t-SNE, which did not beat random at equal unique calls. The embeddings are
+    divided by their largest absolute value before the reduction, so the latent map does
+    not depend on their units. The latent map, and hence the result, depends on the order of the candidates through
     the random draws. An exception raised by the objective is re-raised as a
     ``RuntimeError`` naming the candidate, with the scores so far kept in the fitted
     attributes.

@@ -22,14 +22,48 @@ from sklearn_cispa.redteam import (
     make_toy_landscape,
 )
 
-WORDS = ("river", "stone", "cloud", "maple", "quiet", "paper", "silver", "garden",
-         "window", "lantern", "meadow", "harbor", "pencil", "violet", "candle", "orchard",
-         "bridge", "copper", "willow", "thunder", "marble", "saddle", "ginger", "velvet",
-         "crimson", "falcon", "ember")
+WORDS = (
+    "river",
+    "stone",
+    "cloud",
+    "maple",
+    "quiet",
+    "paper",
+    "silver",
+    "garden",
+    "window",
+    "lantern",
+    "meadow",
+    "harbor",
+    "pencil",
+    "violet",
+    "candle",
+    "orchard",
+    "bridge",
+    "copper",
+    "willow",
+    "thunder",
+    "marble",
+    "saddle",
+    "ginger",
+    "velvet",
+    "crimson",
+    "falcon",
+    "ember",
+)
 KEYWORDS = ("amber", "cobalt", "teal")
-TEMPLATES = ("with a {} tone", "in {} light", "under a {} sky", "like {} paint",
-             "a {} finish", "soft {} colours", "near the {} door", "the {} one",
-             "for a {} look", "with {} edges")
+TEMPLATES = (
+    "with a {} tone",
+    "in {} light",
+    "under a {} sky",
+    "like {} paint",
+    "a {} finish",
+    "soft {} colours",
+    "near the {} door",
+    "the {} one",
+    "for a {} look",
+    "with {} edges",
+)
 
 
 class KeywordObjective:
@@ -66,8 +100,9 @@ def _make(strategy, objective, seed, n_calls, params, precomputed):
         return RandomSubsetSearch(objective, n_calls=n_calls, random_state=seed, **params)
     if precomputed:
         params = {"embedder": "precomputed", **params}
-    return LatentBOSuffixSearch(objective, strategy=strategy, n_calls=n_calls,
-                                random_state=seed, **params)
+    return LatentBOSuffixSearch(
+        objective, strategy=strategy, n_calls=n_calls, random_state=seed, **params
+    )
 
 
 def _summary(search, candidates, truth_scores):
@@ -145,8 +180,10 @@ def benchmark_rates(benchmark, seeds, strategy="discrete", **params):
 def hit_rates(kind, seeds, strategy="discrete", **params):
     """P(best found), P(top-3 hit), mean unique calls and mean duplicates over seeds."""
     trials = [landscape_trial(kind, s, strategy, **params) for s in seeds]
-    return {key: float(np.mean([t[key] for t in trials]))
-            for key in ("best", "top3", "calls", "duplicates")}
+    return {
+        key: float(np.mean([t[key] for t in trials]))
+        for key in ("best", "top3", "calls", "duplicates")
+    }
 
 
 def difference(a, b, key):
