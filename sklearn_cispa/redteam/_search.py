@@ -168,7 +168,6 @@ class MaternGP(BaseEstimator):
         self.noise = noise
         self.fit_from = fit_from
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the GP to observations.
 
@@ -184,7 +183,9 @@ class MaternGP(BaseEstimator):
         self : MaternGP
             The fitted GP.
         """
-        X = check_array(X, dtype=np.float64)
+        # private and called once per acquisition step: light checks only (the search's
+        # latent points are already validated)
+        X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).ravel()
         if y.shape[0] != X.shape[0] or not np.all(np.isfinite(y)):
             raise ValueError("y must be finite with one value per row of X")
@@ -228,7 +229,7 @@ class MaternGP(BaseEstimator):
         mu : ndarray of shape (n_samples,)
         sd : ndarray of shape (n_samples,), only with ``return_std=True``
         """
-        X = check_array(X, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
         Ks = self.constant_ * _matern(_distances(X, self.X_), self.length_scale_, self.nu)
         mu = Ks @ self._alpha * self.std_ + self.mean_
         if not return_std:
@@ -456,9 +457,10 @@ class LatentBOSuffixSearch(_SearchBase):
     were chosen by the measurement of issue 36 (user guide); the reference reduces to 2-d
     with t-SNE, which did not beat random at equal unique calls. The embeddings are
     divided by their largest absolute value before the reduction, so the latent map does
-    not depend on their units. The latent map, and hence the result, depends on the order of the candidates through
-    the random draws. An exception raised by the objective is re-raised as a
-    ``RuntimeError`` naming the candidate, with the scores so far kept in the fitted
+    not depend on their units. The latent map, and hence the result, depends on the
+    order of the candidates through the random draws. An exception raised by the
+    objective is re-raised as a ``RuntimeError`` naming the candidate, with the scores
+    so far kept in the fitted
     attributes.
 
     Examples
@@ -648,12 +650,16 @@ class LatentBOSuffixSearch(_SearchBase):
             self._record(Z[c], c, score, False)
             if self._stop():
                 return
+        median = _median_distance(Z)
         while len(self._order) < self._budget() and not self._stop():
             done = np.asarray(self._order)
             y = np.asarray([self._score_of[i] for i in self._order])
-            model = MaternGP() if self.gp is None else clone(self.gp)
-            if isinstance(model, MaternGP) and model.length_scale is None:
-                model.set_params(length_scale=_median_distance(Z))
+            if self.gp is None:
+                model = MaternGP(length_scale=median)
+            else:
+                model = clone(self.gp)
+                if isinstance(model, MaternGP) and model.length_scale is None:
+                    model.set_params(length_scale=median)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 model.fit(Z[done], y)
