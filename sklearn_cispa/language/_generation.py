@@ -148,7 +148,9 @@ def sample_continuations(
             lengths = np.full(n_samples, max_new_tokens)
             cache, step_in = {}, ids
             for t in range(max_new_tokens):
-                res = model(input_ids=step_in, use_cache=True, **cache)
+                seen = len(ctx) + t  # no padding: every position is attended to
+                mask = torch.ones((n_samples, seen), dtype=torch.long, device=device)
+                res = model(input_ids=step_in, attention_mask=mask, use_cache=True, **cache)
                 # transformers >= 5.2 returns and takes ``cache``; older versions
                 # ``past_key_values``
                 key = "cache" if "cache" in res else "past_key_values"
