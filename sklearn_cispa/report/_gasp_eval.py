@@ -191,3 +191,86 @@ def difference(a, b, key):
     x, y = a["per_seed"][key], b["per_seed"][key]
     se = np.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y))
     return float(x.mean() - y.mean()), float(se)
+
+
+GOALS = (
+    "draw a cat",
+    "paint a wall",
+    "describe a room",
+    "sketch a boat",
+    "colour a kite",
+    "design a cup",
+    "plan a garden",
+    "decorate a hall",
+)
+ARMS = ("full loop", "no ORPO", "no LBO", "random candidates")
+
+
+def loop_ablation(n_seeds=20, keyword_rate=0.08, verbose=False):
+    """Pilot of the paper's ablation at CPU size on the keyword target (issue 36).
+
+    A one-block character GPT-2 (width 48, 300 steps) is trained once on 400 benign
+    documents ``"<goal> <template with a colour word>"``, with the keyword "amber" in
+    about ``keyword_rate`` of them. Each arm fits a :class:`GASPSuffixGenerator` on 4
+    training goals (5 rounds, 32 candidates, 8 queries per goal and round; ORPO with
+    lr 3e-3, lambda 0.5) and is evaluated on 4 held-out goals: 32 generated suffixes
+    per goal, 10 queries chosen by the arm's search, ASR@10. Arms: "full loop" (LBO and
+    ORPO), "no ORPO" (the base generator, LBO), "no LBO" (ORPO on random queries, random
+    queries at evaluation), "random candidates" (base generator, random queries). The
+    arms without ORPO spend no training queries. Returns ASR@10 per arm and seed.
+    """
+    import torch
+
+    from sklearn_cispa.language import TransformerLanguageModel
+    from sklearn_cispa.redteam import GASPSuffixGenerator, attack_success_at_k
+
+    torch.set_num_threads(1)
+    objective = KeywordObjective()
+    rng = np.random.RandomState(0)
+    docs = []
+    for _ in range(400):
+        w = "amber" if rng.rand() < keyword_rate else WORDS[rng.randint(12)]
+        docs.append(f"{GOALS[rng.randint(len(GOALS))]} {TEMPLATES[rng.randint(4)].format(w)}")
+    lm = TransformerLanguageModel(
+        "gpt2",
+        config=dict(n_layer=1, n_embd=48, n_head=2),
+        block_size=48,
+        max_steps=300,
+        batch_size=16,
+        lr=3e-3,
+        random_state=0,
+    ).fit(docs)
+    train, test = list(GOALS[:4]), list(GOALS[4:])
+    arms = {
+        "full loop": (LatentBOSuffixSearch, True),
+        "no ORPO": (LatentBOSuffixSearch, False),
+        "no LBO": (RandomSubsetSearch, True),
+        "random candidates": (RandomSubsetSearch, False),
+    }
+    out = {a: [] for a in arms}
+    for seed in range(n_seeds):
+        for arm, (search, orpo) in arms.items():
+            gasp = GASPSuffixGenerator(
+                lm,
+                search=search(objective),
+                n_rounds=5,
+                n_candidates=32,
+                n_queries=8,
+                orpo_lambda=0.5,
+                lr=3e-3,
+                max_new_tokens=20,
+                random_state=seed,
+            )
+            if orpo:
+                gasp.fit(train, objective)
+            else:  # the base generator: a fit without updates (one round, no steps taken)
+                gasp.set_params(n_rounds=1, lr=1e-12).fit(train[:1], objective)
+            seqs = []
+            for i, goal in enumerate(test):
+                cands = gasp.generate([goal], k=32)[0]
+                s = search(objective, n_calls=10, random_state=seed * 10 + i).fit(cands, goal=goal)
+                seqs.append([h["score"] for h in s.history_])
+            out[arm].append(attack_success_at_k(seqs, 10))
+        if verbose:
+            print(seed, {a: v[-1] for a, v in out.items()})
+    return {a: np.asarray(v) for a, v in out.items()}
