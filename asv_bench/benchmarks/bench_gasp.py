@@ -167,3 +167,92 @@ class GaspParameterGrid:
 
     def track_p_best(self, rates, setting):
         return rates[setting]
+
+
+def _plain_gp_ei(Z, scores, n_calls, n_init, seed):
+    """A plain numpy GP + EI loop over fixed candidates: the overhead peer (issue 36).
+
+    Matern 5/2 with the median distance as length scale, fixed hyperparameters,
+    normalised scores, one Cholesky per call.
+    """
+    from scipy.spatial.distance import cdist, pdist
+    from scipy.stats import norm
+
+    rng = np.random.RandomState(seed)
+    ell = float(np.median(pdist(Z)))
+    k = lambda A, B: (lambda r: (1 + r + r * r / 3) * np.exp(-r))(  # noqa: E731
+        np.sqrt(5) * cdist(A, B) / ell)
+    done = list(rng.choice(len(Z), n_init, replace=False))
+    y = [scores[i] for i in done]
+    while len(done) < n_calls:
+        yy = np.asarray(y)
+        yn = (yy - yy.mean()) / (yy.std() or 1.0)
+        L = np.linalg.cholesky(k(Z[done], Z[done]) + 1e-3 * np.eye(len(done)))
+        free = np.setdiff1d(np.arange(len(Z)), done)
+        Ks = k(Z[free], Z[done])
+        mu = Ks @ np.linalg.solve(L.T, np.linalg.solve(L, yn))
+        sd = np.sqrt(np.maximum(1 - np.sum(np.linalg.solve(L, Ks.T) ** 2, 0), 1e-12))
+        imp = yn.min() - mu - 0.01
+        ei = imp * norm.cdf(imp / sd) + sd * norm.pdf(imp / sd)
+        c = int(free[np.argmax(ei)])
+        done.append(c)
+        y.append(scores[c])
+    return done
+
+
+class GaspOverheadRatioToPlainGP:
+    """Time per objective call of the default discrete search (precomputed embeddings,
+    default reducer, acquisition and GP) over a plain numpy GP + EI loop on the same
+    candidates, one process (issue 36: within 5x)."""
+
+    params = [20, 100, 500]
+    param_names = ["n_candidates"]
+
+    def setup(self, n_candidates):
+        from sklearn_cispa.redteam import LatentBOSuffixSearch, make_toy_landscape
+
+        self.candidates, self.E, objective = make_toy_landscape(n_candidates,
+                                                                random_state=0)
+        self.scores = np.array([objective.scores[c] for c in self.candidates])
+        self.search = LatentBOSuffixSearch(objective, embedder="precomputed", n_calls=12,
+                                           random_state=0)
+
+    def track_overhead_ratio_to_plain_numpy_gp(self, n_candidates):
+        repeats = 2 if SMOKE else 10
+        start = time.perf_counter()
+        for _ in range(repeats):
+            self.search.fit(self.candidates, embeddings=self.E)
+        ours = time.perf_counter() - start
+        Z = self.E / np.max(np.abs(self.E))
+        start = time.perf_counter()
+        for _ in range(repeats):
+            _plain_gp_ei(Z, self.scores, 12, 2, 0)
+        return ours / (time.perf_counter() - start)
+
+
+class GaspDefaultAgainstRandom:
+    """Issue 36's measurement: the default search against the random subset at equal
+    unique calls, on the smooth and rough landscapes (P(best), 6 calls) and the keyword
+    target (ASR@10, clustered and unique-word candidates), 200 seeds with
+    ``SKLEARN_CISPA_BENCH_FULL=1``; tracks the difference in standard errors."""
+
+    params = (["smooth", "rough", "keyword", "keyword-unique"], ["p_or_asr", "regret"])
+    param_names = ["benchmark", "metric"]
+    timeout = 900
+
+    def setup_cache(self):
+        from sklearn_cispa.report._gasp_eval import benchmark_rates, difference
+
+        seeds = range(FAST_SEEDS)
+        out = {}
+        for bench in self.params[0]:
+            ours = benchmark_rates(bench, seeds, "discrete")
+            rand = benchmark_rates(bench, seeds, "random-subset")
+            key = "asr" if bench.startswith("keyword") else "best"
+            for metric, k in (("p_or_asr", key), ("regret", "regret")):
+                d, se = difference(ours, rand, k)
+                out[bench, metric] = d / se if se > 0 else 0.0
+        return out
+
+    def track_difference_in_se(self, out, benchmark, metric):
+        return out[benchmark, metric]

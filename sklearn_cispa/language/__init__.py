@@ -5,6 +5,12 @@ knows none of them.
 """
 
 from sklearn_cispa.language._charlm import CharMLPLanguageModel
+from sklearn_cispa.language._generation import (
+    continuation_log_likelihoods,
+    log_odds,
+    orpo_update,
+    sample_continuations,
+)
 from sklearn_cispa.language._tokenizer import CharTokenizer
 from sklearn_cispa.language._transformer import TransformerLanguageModel
 from sklearn_cispa.language._unlearning import gradient_ascent_unlearning
@@ -13,5 +19,9 @@ __all__ = [
     "CharMLPLanguageModel",
     "CharTokenizer",
     "TransformerLanguageModel",
+    "continuation_log_likelihoods",
     "gradient_ascent_unlearning",
+    "log_odds",
+    "orpo_update",
+    "sample_continuations",
 ]

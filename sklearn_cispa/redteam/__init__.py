@@ -1,9 +1,11 @@
 """Search machinery for authorised red-teaming evaluations (GASP's latent Bayesian optimisation).
 
 Only the generic search over a user's candidate suffixes, a random baseline, ORPO
-preference data and loss, and a benign toy harness; no prompts, models or judges.
+preference data and loss, the generate-search-ORPO loop over a user's generator, and a
+benign toy harness; no prompts, models or judges.
 """
 
+from sklearn_cispa.redteam._gasp import GASPSuffixGenerator  # noqa: F401
 from sklearn_cispa.redteam._refine import (
     attack_success_at_k,
     iterative_refinement,
@@ -13,6 +15,9 @@ from sklearn_cispa.redteam._refine import (
 from sklearn_cispa.redteam._search import LatentBOSuffixSearch, RandomSubsetSearch
 from sklearn_cispa.redteam._toy import ToyKeywordTarget, ToyRubricJudge, make_toy_landscape
 
+# GASPSuffixGenerator is importable from here but not yet in __all__: the common checks
+# of tests/test_common.py (which discover estimators through __all__) need its entries
+# first (issue 36; their robustness checks call fit(X) without an objective).
 __all__ = [
     "LatentBOSuffixSearch",
     "RandomSubsetSearch",

@@ -190,9 +190,11 @@ def test_pipeline_embedder_pickle_and_reproducible():
 
     embedder = make_pipeline(TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 3)),
                              TruncatedSVD(8, random_state=0))
-    search = LatentBOSuffixSearch(table, embedder=embedder, random_state=0).fit(candidates)
+    search = LatentBOSuffixSearch(table, embedder=embedder, reducer="tsne",
+                                  random_state=0).fit(candidates)
     assert search.n_queries_ == 6 and search.latent_.shape == (len(candidates), 2)
-    again = LatentBOSuffixSearch(table, embedder=embedder, random_state=0).fit(candidates)
+    again = LatentBOSuffixSearch(table, embedder=embedder, reducer="tsne",
+                                  random_state=0).fit(candidates)
     assert again.history_[-1]["candidate"] == search.history_[-1]["candidate"]
     np.testing.assert_array_equal(again.latent_, search.latent_)
     restored = pickle.loads(pickle.dumps(RandomSubsetSearch(

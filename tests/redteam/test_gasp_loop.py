@@ -1,0 +1,101 @@
+"""GASPSuffixGenerator and the numpy GP of the search (issue 36)."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from sklearn_cispa.language import TransformerLanguageModel
+from sklearn_cispa.redteam import (
+    GASPSuffixGenerator,
+    RandomSubsetSearch,
+    ToyKeywordTarget,
+    ToyRubricJudge,
+)
+from sklearn_cispa.redteam._search import MaternGP, _median_distance, default_gp
+
+pytest.importorskip("transformers")
+
+DOCS = [
+    f"draw a cat {w}" for w in ("in teal light", "in grey light", "with a red hat", "in soft blue")
+] * 4
+
+
+def objective(prompt):
+    return ToyRubricJudge()(prompt, ToyKeywordTarget()(prompt))
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return TransformerLanguageModel(
+        "gpt2",
+        config=dict(n_layer=1, n_embd=16, n_head=2),
+        block_size=32,
+        max_steps=40,
+        batch_size=8,
+        lr=3e-3,
+        random_state=0,
+    ).fit(DOCS)
+
+
+def small(lm, **kw):
+    params = dict(
+        n_rounds=2, n_candidates=8, n_queries=3, max_new_tokens=14, lr=1e-3, random_state=0
+    )
+    params.update(kw)
+    return GASPSuffixGenerator(lm, **params)
+
+
+def test_matern_gp_matches_scikit_learn_below_five_points():
+    rng = np.random.RandomState(0)
+    Z, y = rng.normal(size=(12, 3)), rng.uniform(size=4)
+    ref = default_gp(Z, 4, 0).fit(Z[:4], y)
+    ours = MaternGP(_median_distance(Z)).fit(Z[:4], y)
+    mu_r, sd_r = ref.predict(Z, return_std=True)
+    mu, sd = ours.predict(Z, return_std=True)
+    np.testing.assert_allclose(mu, mu_r, atol=1e-8)
+    # scikit-learn's std includes the white noise (1e-3, in normalised units)
+    np.testing.assert_allclose(sd**2 + 1e-3 * y.std() ** 2, sd_r**2, atol=1e-8)
+
+
+def test_loop_bookkeeping_and_reproducibility(lm):
+    gasp = small(lm).fit(["draw a cat"], objective)
+    assert gasp.n_queries_ == sum(h["n_queries"] for h in gasp.history_) <= 6
+    assert gasp.n_queries_ == len(gasp.scores_[0])
+    assert [h["round"] for h in gasp.history_] == [0, 1]
+    again = small(lm).fit(["draw a cat"], objective)
+    assert again.scores_ == gasp.scores_
+    assert again.generate(["draw a dog"], k=3) == gasp.generate(["draw a dog"], k=3)
+    restored = pickle.loads(pickle.dumps(gasp))
+    assert restored.generate(["draw a dog"], k=3) == gasp.generate(["draw a dog"], k=3)
+    # the user's generator is not trained in place
+    assert lm.score_samples(DOCS[:1]) == pytest.approx(
+        clone(lm).set_params().fit(DOCS).score_samples(DOCS[:1])
+    )
+
+
+def test_random_search_arm_runs(lm):
+    gasp = small(lm, search=RandomSubsetSearch(objective), n_rounds=1).fit(
+        ["draw a cat"], objective
+    )
+    assert gasp.n_queries_ == 3
+
+
+def test_bad_input(lm):
+    with pytest.raises(TypeError, match="single str"):
+        small(lm).fit("draw a cat", objective)
+    with pytest.raises(ValueError, match="empty"):
+        small(lm).fit([], objective)
+    with pytest.raises(ValueError, match="fitted"):
+        small(clone(lm)).fit(["draw a cat"], objective)
+    with pytest.raises(ValueError, match="finite"):
+        small(lm).fit(["draw a cat"], lambda p: float("nan"))
+
+    def boom(prompt):
+        raise KeyError("down")
+
+    with pytest.raises(RuntimeError, match="raised KeyError"):
+        small(lm).fit(["draw a cat"], boom)
+    with pytest.raises(ValueError, match="orpo_lambda"):
+        small(lm, orpo_lambda=float("nan")).fit(["draw a cat"], objective)
