@@ -14,7 +14,6 @@ symbols) the log-softmax of the scores is small beside the forward pass.
 Under ``SKLEARN_CISPA_BENCH_SMOKE=1`` the sizes only check that the benchmarks work.
 """
 
-import copy
 import time
 import warnings
 
@@ -72,6 +71,8 @@ def train_step_ratio(fitted, docs, steps=STEPS, repeats=REPEATS):
     """Median over ``repeats`` of (estimator seconds per step) / (plain loop seconds per
     step); the plain loop trains a copy of ``fitted``'s model on one batch of the same
     shape with ``torch.optim.AdamW``."""
+    import copy
+
     import torch
 
     model0 = copy.deepcopy(fitted.model_)
