@@ -92,7 +92,8 @@ def test_report_quick_run_prints_table_and_writes_files(registry, tmp_path, caps
         rows = list(csv.DictReader(fh))
     assert len(rows) == 1
     assert rows[0]["claim"] == "it works" and rows[0]["value sd"] == "0.01"
-    assert rows[0]["reproduced"] == "True" and rows[0]["runs"] == "3"
+    assert rows[0]["outcome"] == "reproduced" and rows[0]["runs"] == "3"
+    assert rows[0]["verdict"] == "<0.1 & fine>"  # the reason, without the lead words
     payload = json.loads((tmp_path / "report.json").read_text())
     assert payload["meta"]["quick"] is True
     assert payload["rows"][0]["settings"] == "tiny <settings>"
