@@ -433,9 +433,7 @@ def test_guide_order_matches_the_user_guide_index():
     toctree = [line.strip() for line in index.split(":maxdepth: 1", 1)[1].splitlines()]
     pages = [p for p in toctree if p]
     assert pages == [page for _, page, _ in GUIDE]
-    assert {p.stem for p in (ROOT / "docs" / "user_guide").glob("*.rst")} - {"index"} == set(
-        pages
-    )
+    assert {p.stem for p in (ROOT / "docs" / "user_guide").glob("*.rst")} - {"index"} == set(pages)
     # every row of the report sits in a page of the guide
     assert {row for _, _, rows in GUIDE for row in rows} == EXPECTED_ROWS
 
@@ -521,7 +519,9 @@ def test_summary_table_has_no_placeholder_cells():
     for header in ("paper's claim", "target at this size", "measured", "peer", "verdict"):
         assert f"<th>{header}</th>" in table
     # grouped by field, in the guide's order
-    assert table.index("Certified robustness") < table.index("Neural training") < table.index(
-        "Privacy auditing"
+    assert (
+        table.index("Certified robustness")
+        < table.index("Neural training")
+        < table.index("Privacy auditing")
     )
     assert "certified &gt;= interval" in table

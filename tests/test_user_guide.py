@@ -35,8 +35,21 @@ _BEING_REWRITTEN = {
 # Pages whose examples need an optional extra.
 _NEEDS = {"language.rst": "transformers", "lira.rst": "transformers"}
 
-_NOT_PYTHON = {"bash", "console", "shell", "sh", "text", "none", "rst", "ini", "toml",
-               "json", "yaml", "csv", "pycon"}
+_NOT_PYTHON = {
+    "bash",
+    "console",
+    "shell",
+    "sh",
+    "text",
+    "none",
+    "rst",
+    "ini",
+    "toml",
+    "json",
+    "yaml",
+    "csv",
+    "pycon",
+}
 _DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::\s*(\S*)\s*$")
 
 
