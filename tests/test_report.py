@@ -381,6 +381,14 @@ def test_quick_report_end_to_end(tmp_path):
         # no peer is named that did not run
         assert row["peer value"] is not None, row["name"]  # not nan (null in JSON)
         assert not re.search(r"\bnan\b", row["details"]), row["name"]
+    # report.csv: no nan cell, every verdict from the vocabulary, rows in the guide's order
+    from sklearn_cispa.report._catalog import OUTCOMES, order_rows
+
+    with open(out / "report.csv", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    assert not any(re.fullmatch(r"(?i)nan", v) for r in records for v in r.values())
+    assert {r["outcome"] for r in records} <= set(OUTCOMES)
+    assert [r["name"] for r in records] == [r["name"] for r in order_rows(rows)]
     check_page_in_browser(out / "report.html", sorted(EXPECTED_ROWS), tmp_path)
 
 
