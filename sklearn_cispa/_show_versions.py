@@ -74,11 +74,45 @@ def _torch_info():
     return info
 
 
+def _threadpool_info():
+    """threadpoolctl's report of the BLAS and OpenMP libraries loaded (as scikit-learn's
+    ``show_versions`` prints it), after importing the packages that load them."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    import numpy  # noqa: F401  (numpy's BLAS)
+    import scipy.linalg  # noqa: F401  (scipy's BLAS)
+    import sklearn.utils._openmp_helpers  # noqa: F401  (scikit-learn's OpenMP)
+
+    try:
+        import torch  # noqa: F401  (torch's OpenMP)
+    except ImportError:
+        pass
+    return threadpool_info()
+
+
+_THREADPOOL_KEYS = (
+    "user_api",
+    "internal_api",
+    "num_threads",
+    "prefix",
+    "filepath",
+    "version",
+    "threading_layer",
+    "architecture",
+)
+
+
 def show_versions():
     """Print the versions of Python, sklearn-cispa, its dependencies and optional peers.
 
-    Paste the output into bug reports. Besides the packages it reports the platform and
-    whether torch sees a CUDA device. Packages that are not installed show ``None``.
+    Paste the output into bug reports. Besides the packages it reports the platform,
+    whether torch sees a CUDA device, and threadpoolctl's list of the BLAS and OpenMP
+    libraries loaded (library, version, number of threads, threading layer), as
+    scikit-learn's ``show_versions`` does: two BLAS or two OpenMP runtimes in one
+    process, or more threads than cores, explain many slow or hanging fits. Packages
+    that are not installed show ``None``.
 
     Returns
     -------
@@ -111,3 +145,13 @@ def show_versions():
         width = max(len(key) for key in info)
         for key, value in info.items():
             print(f"{key:>{width + 4}}: {value}")
+    libraries = _threadpool_info()
+    print("\nThreadpoolctl info:")
+    if not libraries:
+        print("    (threadpoolctl is not installed or sees no BLAS/OpenMP library)")
+    for library in libraries:
+        width = max(len(key) for key in _THREADPOOL_KEYS)
+        for key in _THREADPOOL_KEYS:
+            if key in library:
+                print(f"{key:>{width + 4}}: {library[key]}")
+        print()

@@ -93,7 +93,8 @@ def test_report_quick_run_prints_table_and_writes_files(registry, tmp_path, caps
         rows = list(csv.DictReader(fh))
     assert len(rows) == 1
     assert rows[0]["claim"] == "it works" and rows[0]["value sd"] == "0.01"
-    assert rows[0]["reproduced"] == "True" and rows[0]["runs"] == "3"
+    assert rows[0]["outcome"] == "reproduced" and rows[0]["runs"] == "3"
+    assert rows[0]["verdict"] == "<0.1 & fine>"  # the reason, without the lead words
     payload = json.loads((tmp_path / "report.json").read_text())
     assert payload["meta"]["quick"] is True
     assert payload["rows"][0]["settings"] == "tiny <settings>"
@@ -421,6 +422,14 @@ def test_quick_report_end_to_end(tmp_path):
         # no peer is named that did not run
         assert row["peer value"] is not None, row["name"]  # not nan (null in JSON)
         assert not re.search(r"\bnan\b", row["details"]), row["name"]
+    # report.csv: no nan cell, every verdict from the vocabulary, rows in the guide's order
+    from sklearn_cispa.report._catalog import OUTCOMES, order_rows
+
+    with open(out / "report.csv", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    assert not any(re.fullmatch(r"(?i)nan", v) for r in records for v in r.values())
+    assert {r["outcome"] for r in records} <= set(OUTCOMES)
+    assert [r["name"] for r in records] == [r["name"] for r in order_rows(rows)]
     check_page_in_browser(out / "report.html", sorted(EXPECTED_ROWS), tmp_path)
 
 
@@ -494,3 +503,130 @@ def test_every_row_declares_its_cost():
     for name, info in list_rows().items():
         assert info.cost is not None and len(info.cost) == 2, name
         assert 0 < info.cost[0] <= info.cost[1], name
+
+
+# --------------------------------------------------------------------------------------
+# the summary table and report.csv
+# --------------------------------------------------------------------------------------
+
+
+def _row(name, **kw):
+    base = {
+        "name": name,
+        "method": name.title(),
+        "metric": "acc",
+        "value": 0.9,
+        "value sd": 0.01,
+        "peer": "peer",
+        "peer value": 0.8,
+        "peer sd": float("nan"),
+        "runs": 3,
+        "reproduced": True,
+        "verdict": "Reproduces: fine.",
+        "claim": "c",
+        "time (s)": 1.0,
+        "cpu (s)": 1.0,
+        "figures": [],
+    }
+    return {**base, **kw}
+
+
+def test_guide_order_matches_the_user_guide_index():
+    from sklearn_cispa.report._catalog import GUIDE
+
+    index = (ROOT / "docs" / "user_guide" / "index.rst").read_text()
+    toctree = [line.strip() for line in index.split(":maxdepth: 1", 1)[1].splitlines()]
+    pages = [p for p in toctree if p]
+    assert pages == [page for _, page, _ in GUIDE]
+    assert {p.stem for p in (ROOT / "docs" / "user_guide").glob("*.rst")} - {"index"} == set(pages)
+    # every row of the report sits in a page of the guide
+    assert {row for _, _, rows in GUIDE for row in rows} == EXPECTED_ROWS
+
+
+def test_rows_are_grouped_by_field_in_guide_order():
+    from sklearn_cispa.report._catalog import field_of, order_rows
+
+    rows = [_row(n) for n in ("mmi", "zzz_new", "augmented_iv", "sign_in", "maxsup", "rcp1")]
+    names = [r["name"] for r in order_rows(rows)]
+    assert names == ["augmented_iv", "rcp1", "maxsup", "sign_in", "mmi", "zzz_new"]
+    assert field_of("zzz_new") == "Other" and field_of("maxsup") == "Neural training"
+
+
+def test_outcome_vocabulary_and_reason():
+    from sklearn_cispa.report._catalog import OUTCOMES, outcome_of, reason_of
+
+    assert [outcome_of({"reproduced": r}) for r in (True, None, False)] == list(OUTCOMES)
+    # a row's own outcome wins over the flag; an unknown word is refused
+    assert outcome_of({"reproduced": None, "outcome": "not reproduced"}) == "not reproduced"
+    with pytest.raises(ValueError, match="outcome must be one of"):
+        outcome_of({"outcome": "yes"})
+    assert outcome_of({"error": "x"}) == "not reproduced"
+    assert reason_of({"verdict": "Not resolvable at this size: gain 0.1 ± 0.2."}) == (
+        "Gain 0.1 ± 0.2."
+    )
+    # lead words that are not a verdict stay
+    assert reason_of({"verdict": "Edge F1: 0.8 against 0.6."}) == "Edge F1: 0.8 against 0.6."
+    assert reason_of({"error": "tb", "details": "RuntimeError: x"}).endswith("RuntimeError: x")
+
+
+def test_csv_has_no_nan_and_documented_columns(tmp_path):
+    from sklearn_cispa.report._catalog import CSV_FIELDS, write_csv
+
+    rows = [
+        _row("mmi", **{"value sd": float("nan"), "runs": 1}),
+        _row("rcp1", reproduced=None, target="coverage >= 0.9"),
+        {
+            "name": "boom",
+            "method": "Boom",
+            "metric": "ERROR",
+            "value": float("nan"),
+            "peer": "",
+            "peer value": float("nan"),
+            "time (s)": 0.1,
+            "details": "RuntimeError: x",
+            "figures": [],
+            "error": "tb",
+        },
+    ]
+    write_csv(rows, tmp_path / "report.csv")
+    text = (tmp_path / "report.csv").read_text()
+    assert "nan" not in text.lower()
+    with open(tmp_path / "report.csv", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    assert tuple(records[0]) == CSV_FIELDS
+    assert [r["name"] for r in records] == ["rcp1", "mmi", "boom"]
+    assert records[0]["outcome"] == "reproduced within noise"
+    assert records[0]["target"] == "coverage >= 0.9" and records[0]["field"] == (
+        "Conformal prediction"
+    )
+    assert records[1]["value sd"] == "" and records[1]["peer sd"] == ""
+    assert records[2]["value"] == "" and records[2]["outcome"] == "not reproduced"
+    # every column is documented in the user guide's report page
+    doc = (ROOT / "docs" / "report.rst").read_text()
+    for column in CSV_FIELDS:
+        assert f"``{column}``" in doc, column
+
+
+def test_summary_table_has_no_placeholder_cells():
+    from sklearn_cispa.report._html import render_html
+
+    rows = [
+        _row("mibp", **{"value sd": 0.0, "peer sd": 0.0, "target": "certified >= interval"}),
+        _row("maxsup", reproduced=None, verdict="Not resolvable at this size: tie."),
+        _row("lira", **{"peer": "", "peer value": float("nan")}),
+    ]
+    page = render_html(rows, title="t", meta="m")
+    table = page.split('<table class="summary">', 1)[1].split("</table>", 1)[0]
+    assert "± 0<" not in table and "± 0 " not in table and "n/a" not in table
+    assert "nan" not in table.lower()
+    assert "(the same in all 3 runs)" in table
+    assert "reproduced within noise" in table and "<small>Tie.</small>" in table
+    for header in ("paper's claim", "target at this size", "measured", "peer", "verdict"):
+        assert f"<th>{header}</th>" in table
+    # grouped by field, in the guide's order
+    assert (
+        table.index("Certified robustness")
+        < table.index("Neural training")
+        < table.index("Privacy auditing")
+    )
+    assert "certified &gt;= interval" in table

@@ -241,7 +241,7 @@ class GaspDefaultAgainstRandom:
     timeout = 900
 
     def setup_cache(self):
-        from sklearn_cispa.report._gasp_eval import benchmark_rates, difference
+        from sklearn_cispa.report import benchmark_rates, unpaired_difference
 
         seeds = range(FAST_SEEDS)
         out = {}
@@ -250,7 +250,7 @@ class GaspDefaultAgainstRandom:
             rand = benchmark_rates(bench, seeds, "random-subset")
             key = "asr" if bench.startswith("keyword") else "best"
             for metric, k in (("p_or_asr", key), ("regret", "regret")):
-                d, se = difference(ours, rand, k)
+                d, se = unpaired_difference(ours, rand, k)
                 out[bench, metric] = d / se if se > 0 else 0.0
         return out
 

@@ -42,6 +42,8 @@ _HELPERS = {
     # LatentBOSuffixSearch (GASP)
     "landscape_trial": "_gasp_eval",
     "hit_rates": "_gasp_eval",
+    "benchmark_rates": "_gasp_eval",
+    "unpaired_difference": "_gasp_eval",
     # MMIUncertainty
     "uncertainty_scores": "_exp_mmi",
     "digits_selective_prediction": "_exp_mmi",

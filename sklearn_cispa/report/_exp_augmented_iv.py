@@ -101,6 +101,10 @@ def run(*, quick, out_dir, random_state):
             f"DA+IVL-CV {fmt_pm(*stats['DA+IVL-CV'])}; ERM {fmt_pm(*stats['ERM'])}; "
             f"DA+IVL alpha=0 {fmt_pm(*stats['DA+IVL alpha=0'])}"
         ),
+        target=(
+            "DA+IVL-CV below DA+ERM and DA+ERM below ERM in mean nCER, each paired "
+            "difference beyond 2 standard errors over the SEMs (spec: 0.038 / 0.075 / 0.438)"
+        ),
         verdict=verdict,
         reproduced=reproduced,
         figures=figures,

@@ -133,7 +133,9 @@ def run(*, quick, out_dir, random_state):
         reproduced = True
     else:
         verdict = "Does not fully reproduce: " + verdict
-        reproduced = None if gain["mean"] > 0 else False
+        # a gain in the right direction that the spread does not resolve is within noise;
+        # a resolved gain that misses the 5x or the +0.03 target is not reproduced
+        reproduced = None if (gain["mean"] > 0 and not gain["resolved"]) else False
     return ExperimentResult(
         metric="TPR at 1% FPR (higher = stronger attack)",
         value=m_tpr,
@@ -149,6 +151,10 @@ def run(*, quick, out_dir, random_state):
             f"online LiRA with fixed sigma, statistic='logit'; {n_seeds} seeds"
         ),
         details=f"AUC {fmt_pm(*mean_sd(auc))}; loss-attack AUC {fmt_pm(*mean_sd(auc_loss))}",
+        target=(
+            f"TPR at 1% FPR >= 5x the loss attack's (gain beyond 2 standard errors) and "
+            f"AUC(M={cfg['n_reference']}) - AUC(M=4) >= 0.03"
+        ),
         verdict=verdict,
         reproduced=reproduced,
         figures=figures,

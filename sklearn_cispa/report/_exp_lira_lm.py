@@ -135,6 +135,9 @@ def _run(*, quick, out_dir, random_state):
             "targets; bootstrap over examples for the intervals; 3 seeds"
         ),
         details="variants: " + variants,
+        target=(
+            "LiRA TPR at 1% FPR >= 3x the loss attack's, and AUC above the loss attack's"
+        ),
         verdict=verdict,
         reproduced=bool(beats),
         figures=figures,

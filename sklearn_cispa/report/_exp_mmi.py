@@ -132,6 +132,10 @@ def run(*, quick, out_dir, random_state):
             f"defaults, rejection grid 0..0.99; {n_seeds} seeds"
         ),
         details=others,
+        target=(
+            "AUC(MMI) - AUC(E-Diff) > 0 beyond 2 standard errors over the seeds, and "
+            "|AUC(MMI) - AUC(GH)| < 0.005"
+        ),
         verdict=verdict,
         reproduced=reproduced,
         figures=figures,

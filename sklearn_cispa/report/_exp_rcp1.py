@@ -134,6 +134,10 @@ def run(*, quick, out_dir, random_state):
             f"{mean['vanilla']['size']:.2f}; BinCP(N=100 passes) coverage "
             f"{mean['bincp']['cov']:.3f}, size {mean['bincp']['size']:.2f}"
         ),
+        target=(
+            "RCP1 attacked coverage >= 0.89 on average and >= 0.88 on every split; vanilla CP "
+            "< 0.87 under the same attack and below RCP1 beyond 2 standard errors"
+        ),
         verdict=verdict,
         reproduced=reproduced,
         figures=figures,

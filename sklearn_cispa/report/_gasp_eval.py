@@ -186,7 +186,7 @@ def hit_rates(kind, seeds, strategy="discrete", **params):
     }
 
 
-def difference(a, b, key):
+def unpaired_difference(a, b, key):
     """Mean and standard error of ``a - b`` for a per-seed outcome (unpaired SE)."""
     x, y = a["per_seed"][key], b["per_seed"][key]
     se = np.sqrt(x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y))

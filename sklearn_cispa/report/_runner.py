@@ -13,7 +13,6 @@ and torch are imported when a row runs.
 
 import argparse
 import contextlib
-import csv
 import dataclasses
 import importlib
 import json
@@ -26,7 +25,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from sklearn_cispa.report._catalog import list_rows
+from sklearn_cispa.report._catalog import list_rows, order_rows, outcome_of, write_csv
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +61,13 @@ class ExperimentResult:
     reproduced : bool or None, default=None
         True when the claim reproduces at this size, False when the measurement
         contradicts it, None when it is only partly reproduced or not resolvable.
+    target : str, default=""
+        The target at this size: what the row checks the measurement against (the
+        paper's figure, or what the spec expects at these sizes).
+    outcome : str, default=""
+        The verdict in the table's vocabulary: ``"reproduced"``, ``"reproduced within
+        noise"`` or ``"not reproduced"``; when empty it is read from ``reproduced``
+        (True, None, False).
     """
 
     metric: str
@@ -76,6 +82,8 @@ class ExperimentResult:
     settings: str = ""
     verdict: str = ""
     reproduced: bool | None = None
+    target: str = ""
+    outcome: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,37 +215,13 @@ def _pm(value, sd):
     return _fmt(value)
 
 
-_REPRODUCED = {True: "yes", False: "no", None: "not fully"}
-
 # the terminal table: short columns; the verdicts are printed under it
-COLUMNS = ("method", "metric", "value", "peer", "peer value", "runs", "claim", "time (s)")
-# report.csv / report.json
-FIELDS = (
-    "name",
-    "method",
-    "metric",
-    "value",
-    "value sd",
-    "peer",
-    "peer value",
-    "peer sd",
-    "runs",
-    "reproduced",
-    "verdict",
-    "claim",
-    "settings",
-    "details",
-    "time (s)",
-    "cpu (s)",
-    "figures",
-)
+COLUMNS = ("method", "metric", "value", "peer", "peer value", "runs", "verdict", "time (s)")
+# report.csv: sklearn_cispa.report._catalog.CSV_FIELDS (documented in docs/report.rst)
 
 
 def _terminal_cells(row):
-    if "error" in row:
-        claim = "error"
-    else:
-        claim = _REPRODUCED.get(row.get("reproduced"), "")
+    verdict = "error" if "error" in row else outcome_of(row)
     return {
         "method": row.get("method", ""),
         "metric": row.get("metric", ""),
@@ -245,7 +229,7 @@ def _terminal_cells(row):
         "peer": row.get("peer", ""),
         "peer value": _pm(row.get("peer value", ""), row.get("peer sd")),
         "runs": row.get("runs", ""),
-        "claim": claim,
+        "verdict": verdict,
         "time (s)": row.get("time (s)", ""),
     }
 
@@ -356,6 +340,8 @@ def run_experiment(experiment, *, quick, out_dir, random_state):
             "runs": int(result.n_runs),
             "reproduced": result.reproduced,
             "verdict": result.verdict,
+            "target": result.target,
+            "outcome": outcome_of({"outcome": result.outcome, "reproduced": result.reproduced}),
             "settings": result.settings,
             "details": result.details,
             "time (s)": time.perf_counter() - start,
@@ -515,15 +501,10 @@ def _run_parallel(selected, *, quick, out, random_state, progress, n_jobs):
 def _write_outputs(rows, out, *, meta):
     from sklearn_cispa.report._html import render_html
 
+    rows = order_rows(rows)  # grouped by field, in the user guide's order
     table = format_table(rows)
     (out / "report.txt").write_text(table + "\n", encoding="utf-8")
-    with open(out / "report.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(FIELDS)
-        for row in rows:
-            writer.writerow(
-                [";".join(row.get(f, [])) if f == "figures" else row.get(f, "") for f in FIELDS]
-            )
+    write_csv(rows, out / "report.csv")
 
     def plain(value):  # strict JSON: nan -> null
         return None if isinstance(value, float) and math.isnan(value) else value
