@@ -67,6 +67,18 @@ class _Base:
         torch.set_num_threads(self._threads)
 
 
+def _alternating_ratio(ours, plain, repeats):
+    """Median of ``ours() / plain()`` over ``repeats``, the order alternating each time."""
+    ratios = []
+    for r in range(repeats):
+        if r % 2:
+            b, a = ours(), plain()
+        else:
+            a, b = plain(), ours()
+        ratios.append(b / a)
+    return float(np.median(ratios))
+
+
 def train_step_ratio(fitted, docs, steps=STEPS, repeats=REPEATS):
     """Median over ``repeats`` of (estimator seconds per step) / (plain loop seconds per
     step); the plain loop trains a copy of ``fitted``'s model on one batch of the same
@@ -107,14 +119,7 @@ def train_step_ratio(fitted, docs, steps=STEPS, repeats=REPEATS):
             two = time.perf_counter() - start
         return (two - one) / steps
 
-    ratios = []
-    for r in range(repeats):
-        if r % 2:
-            b, a = ours(), plain()
-        else:
-            a, b = plain(), ours()
-        ratios.append(b / a)
-    return float(np.median(ratios))
+    return _alternating_ratio(ours, plain, repeats)
 
 
 def score_ratio(fitted, docs, repeats=REPEATS):
@@ -142,14 +147,7 @@ def score_ratio(fitted, docs, repeats=REPEATS):
         fitted.score_samples(docs)
         return time.perf_counter() - start
 
-    ratios = []
-    for r in range(repeats):
-        if r % 2:
-            b, a = ours(), plain()
-        else:
-            a, b = plain(), ours()
-        ratios.append(b / a)
-    return float(np.median(ratios))
+    return _alternating_ratio(ours, plain, repeats)
 
 
 class TrainStepRatio(_Base):

@@ -36,6 +36,22 @@ _MAX_MAGNITUDE = 1e15
 _clock = time.perf_counter
 
 
+def _unsolved_stats(status, epoch, n_params):
+    """Solve records for an epoch whose programs were not solved (``status`` says why)."""
+    return [
+        {
+            "status": status,
+            "time": 0.0,
+            "gap": float("nan"),
+            "epoch": epoch,
+            "param": k,
+            "sense": name,
+        }
+        for k in range(n_params)
+        for name in ("min", "max")
+    ]
+
+
 def _share(remaining, n_rounds, limit):
     """Seconds per solve when ``n_rounds`` rounds of solves share ``remaining`` seconds."""
     return min(float(limit), max(float(remaining), 0.0) / max(int(n_rounds), 1))
@@ -615,19 +631,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         n_rounds = -(-2 * P // n_workers) * (self.max_epochs - epoch + 1)
         limit = _share(deadline - _clock(), n_rounds, self.time_limit)
         if limit <= 0.0:
-            stats = [
-                {
-                    "status": "time_limit",
-                    "time": 0.0,
-                    "gap": float("nan"),
-                    "epoch": epoch,
-                    "param": k,
-                    "sense": name,
-                }
-                for k in range(P)
-                for name in ("min", "max")
-            ]
-            return il.copy(), iu.copy(), stats
+            return il.copy(), iu.copy(), _unsolved_stats("time_limit", epoch, P)
         try:
             prog, objs = step_program(
                 tl, tu, X, Y, threat, float(self.lr), self._model, self._n_hidden()
@@ -640,19 +644,7 @@ class MIBPCertifier(ClassifierMixin, BaseEstimator):
         except ValueError:  # a non-finite intermediate bound
             usable = False
         if not usable:
-            stats = [
-                {
-                    "status": "fallback",
-                    "time": 0.0,
-                    "gap": float("nan"),
-                    "epoch": epoch,
-                    "param": k,
-                    "sense": name,
-                }
-                for k in range(P)
-                for name in ("min", "max")
-            ]
-            return il.copy(), iu.copy(), stats
+            return il.copy(), iu.copy(), _unsolved_stats("fallback", epoch, P)
         objectives = []
         for k in range(P):
             idx, coef, c0 = expr_data(objs[k])

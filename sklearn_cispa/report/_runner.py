@@ -361,13 +361,11 @@ def _run_task(experiment, quick, out_dir, random_state):
 
 
 def _costs(experiments, quick):
-    """Each row's expected CPU seconds (its declared cost; the median when it has none)."""
-    declared = [e.cost[0 if quick else 1] for e in experiments if getattr(e, "cost", None)]
-    fallback = sorted(declared)[len(declared) // 2] if declared else 1.0
-    return {
-        e.name: (e.cost[0 if quick else 1] if getattr(e, "cost", None) else fallback)
-        for e in experiments
-    }
+    """Each row's expected wall seconds (its declared cost; the median when it has none)."""
+    i = 0 if quick else 1
+    declared = sorted(e.cost[i] for e in experiments if e.cost)
+    fallback = declared[len(declared) // 2] if declared else 1.0
+    return {e.name: e.cost[i] if e.cost else fallback for e in experiments}
 
 
 def _fmt_seconds(seconds):
@@ -541,7 +539,7 @@ _THREAD_VARS = (
 
 def _parser(rows):
     def cost(r, i):
-        return f"{r.cost[i]:.0f}" if getattr(r, "cost", None) else "?"
+        return f"{r.cost[i]:.0f}" if r.cost else "?"
 
     listing = "\n".join(
         f"  {r.name:<20} {r.title}"
@@ -551,7 +549,7 @@ def _parser(rows):
     )
     quick_s = sum(_costs(list(rows.values()), True).values()) if rows else 0.0
     full_s = sum(_costs(list(rows.values()), False).values()) if rows else 0.0
-    if any(getattr(r, "cost", None) for r in rows.values()):
+    if any(r.cost for r in rows.values()):
         quick_help = (
             f"small sizes: about {quick_s / 60:.0f} min in all on a quiet 2-core machine, "
             f"where the full sizes take about {full_s / 60:.0f} min"
