@@ -5,6 +5,7 @@ import numbers
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 from scipy.stats import binom, norm
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_array
@@ -88,8 +89,36 @@ def _window_codes(bits, n, windows):
     return codes.reshape(bits.shape[0], -1)
 
 
-def _xor_counts(bits, windows):
+def _token_codes(bits):
+    """Tokens of 8, 16, 32 or 64 bits as unsigned integers (most significant bit first).
+
+    One ``packbits`` pass over the flattened bits (token boundaries fall on bytes), or
+    None for other widths, dtypes or numpy without ``bitwise_count``.
+    """
+    d = bits.shape[2]
+    if d not in (8, 16, 32, 64) or bits.dtype != np.uint8 or not hasattr(np, "bitwise_count"):
+        return None
+    packed = np.packbits(np.ascontiguousarray(bits).reshape(-1))
+    width = d // 8
+    codes = packed.view(f">u{width}").reshape(bits.shape[:2])
+    return codes.astype(f"u{width}") if width > 1 else codes
+
+
+def _xor_counts(bits, windows, codes=None):
     """Per sample, the number of length-2 windows whose two bits differ."""
+    d = bits.shape[2]
+    if codes is not None:
+        # bit i of c ^ (c >> 1) says whether bits i and i + 1 of the token differ; the
+        # top bit (the first bit against nothing) is masked out
+        mask = codes.dtype.type((1 << (d - 1)) - 1)
+        differ = np.bitwise_count((codes ^ (codes >> 1)) & mask).sum(axis=1, dtype=np.int64)
+        total = bits.shape[1] * (d - 1)
+        if windows == "flat" and bits.shape[1] > 1:
+            # the pairs across tokens: last bit of a token against the next one's first
+            across = (codes[:, :-1] & 1) ^ (codes[:, 1:] >> (d - 1))
+            differ = differ + across.sum(axis=1, dtype=np.int64)
+            total += bits.shape[1] - 1
+        return differ.astype(np.float64), total
     if windows == "flat":
         seq = bits.reshape(bits.shape[0], -1)
         diff = seq[:, 1:] ^ seq[:, :-1]
@@ -98,13 +127,13 @@ def _xor_counts(bits, windows):
     return diff.sum(axis=1, dtype=np.int64).astype(np.float64), diff.shape[1]
 
 
-def _green_counts(bits, n, table, windows, count_repeats):
-    """(green count C, window count T) per sample."""
+def _green_counts(bits, n, table, windows, count_repeats, codes=None):
+    """(green count C, window count T) per sample; ``codes``: ``_token_codes(bits)``."""
     if n == 2 and count_repeats and bits.dtype == np.uint8:
         # the green lists {01, 10} and {00, 11} are "the bits differ" / "agree": one XOR
         # pass and a count, without window codes (the Infinity-size detection path)
         if table.tolist() in ([False, True, True, False], [True, False, False, True]):
-            differ, total = _xor_counts(bits, windows)
+            differ, total = _xor_counts(bits, windows, codes)
             count = differ if table[1] else total - differ
             return count, np.full(bits.shape[0], float(total))
     codes = _window_codes(bits, n, windows)
@@ -118,18 +147,44 @@ def _green_counts(bits, n, table, windows, count_repeats):
     )
 
 
-def _distinct_tokens(bits):
+def _distinct_tokens(bits, codes=None):
     """Number of distinct tokens of each sample: (n_samples,)."""
     n, t, d = bits.shape
-    if d <= 62:
-        codes = np.zeros((n, t), dtype=np.int64)
-        for j in range(d):
-            codes = (codes << 1) | bits[:, :, j]
-    else:
-        packed = np.ascontiguousarray(np.packbits(bits, axis=2))
-        codes = packed.view(np.dtype((np.void, packed.shape[2])))[..., 0]
+    if t == 0:
+        return np.zeros(n, dtype=np.int64)
+    if codes is None:
+        if d <= 62:
+            codes = np.zeros((n, t), dtype=np.int64)
+            for j in range(d):
+                codes = (codes << 1) | bits[:, :, j]
+        else:
+            packed = np.ascontiguousarray(np.packbits(bits, axis=2))
+            codes = packed.view(np.dtype((np.void, packed.shape[2])))[..., 0]
     codes = np.sort(codes, axis=1)
     return 1 + (codes[:, 1:] != codes[:, :-1]).sum(axis=1)
+
+
+def _fit_variance_model(r2, x):
+    """Gaussian maximum likelihood of ``var_i = tau2 + s2 x_i`` (``tau2, s2 >= 0``) from
+    squared deviations ``r2``: returns ``(s2, tau2)``.
+
+    With ``var_i = c (a + (1 - a) x_i / mean(x))`` the scale ``c`` has the closed form
+    ``mean(r2 / w_i)`` at each mix ``a`` in [0, 1], which is found by a bounded scalar
+    search of the profile likelihood. At the optimum the calibration samples'
+    standardised deviations have mean square 1.
+    """
+    u = x / x.mean()
+
+    def profile(a):
+        w = a + (1.0 - a) * u
+        c = float(np.mean(r2 / w))
+        return (np.sum(np.log(c * w)) if c > 0 else np.inf), c
+
+    found = minimize_scalar(lambda a: profile(a)[0], bounds=(0.0, 1.0), method="bounded",
+                            options={"xatol": 1e-6})
+    a = min((0.0, 1.0, float(found.x)), key=lambda v: profile(v)[0])
+    c = profile(a)[1]
+    return c * (1.0 - a) / float(x.mean()), c * a
 
 
 def _z(count, total, gamma):
@@ -372,7 +427,11 @@ class BitMarkDetector(BaseEstimator):
     variance of the green fraction of a sample with ``T`` windows is modelled as
     ``between_image_var_ + window_var_ / T`` (never below the binomial
     ``gamma0 (1 - gamma0) / T``), so samples with any number of tokens are scored
-    against the null at their own size.
+    against the null at their own size. By default (``effective_tokens="both"``) a
+    second model counts only the windows of a sample's *distinct* tokens, since a
+    repeated token brings no new evidence, and the null variance is the larger of the
+    two: an image that processing flattened to a few grey levels (JPEG of a
+    near-uniform 8 x 8 block) is then tested against the wide null it has.
 
     Parameters
     ----------
@@ -402,15 +461,18 @@ class BitMarkDetector(BaseEstimator):
     encoder : callable or None, default=None
         Maps images to bits, for example a fitted ``BitwiseARGenerator.encode`` or the
         8-bit grey-level bits of a photo. When set, every method takes images.
-    effective_tokens : {"all", "distinct"}, default="all"
-        The number of tokens in the window term of the null variance. ``"all"``: every
-        token of the sample. ``"distinct"``: only its distinct tokens, since a repeated
-        token brings no new evidence; an image flattened to a few grey levels (JPEG of
-        a near-uniform 8 x 8 block, for example) then gets the wide null it has, and
-        the window and between-image variances are fitted by least squares on the
-        calibration images' distinct-token counts. Use it for images with flat
-        regions scored at a low ``fpr`` (see the user guide); it costs a sort of the
-        token codes per sample.
+    effective_tokens : {"both", "all", "distinct"}, default="both"
+        The windows behind the window term of the null variance. ``"all"``: every
+        window of the sample, ``between_image_var_ + window_var_ / T``.
+        ``"distinct"``: only the windows of its ``D`` distinct tokens,
+        ``distinct_between_image_var_ + distinct_window_var_ / (T D / n_tokens)``,
+        the two variances fitted by Gaussian maximum likelihood on the calibration
+        samples' distinct-token counts. ``"both"``: the larger of the two variances,
+        times one scale fitted so that the calibration z-scores have mean square 1.
+        ``"all"`` accuses clean photos that JPEG flattened to one grey level at low
+        ``fpr``; ``"distinct"`` accuses blurred ones; ``"both"`` holds both (measured
+        in the user guide). Ignored by ``null="fixed"`` (the paper's binomial z). The
+        distinct tokens cost a sort of the token codes per sample.
     scales : tuple of int or None, default=None
         Multi-scale token maps (Infinity's scales, coarse to fine): the number of tokens
         of each scale, in the order they lie along the token axis (for example ``(1, 4,
@@ -441,6 +503,10 @@ class BitMarkDetector(BaseEstimator):
     between_image_var_ : float
         Variance of the clean green fraction between images that ``window_var_`` does
         not explain (0 with ``null="fixed"``).
+    distinct_window_var_, distinct_between_image_var_ : float
+        With ``effective_tokens`` ``"distinct"`` or ``"both"``: the two variances of the
+        model over distinct tokens (those over all windows where every calibration
+        sample has the same number of distinct tokens).
     dispersion_ : float
         Null variance of the green fraction at the calibration size over the binomial
         variance (1 for fair i.i.d. bits).
@@ -505,13 +571,13 @@ class BitMarkDetector(BaseEstimator):
         "windows": [StrOptions({"within_token", "flat"})],
         "count_repeats": ["boolean"],
         "encoder": [callable, None],
-        "effective_tokens": [StrOptions({"all", "distinct"})],
+        "effective_tokens": [StrOptions({"both", "all", "distinct"})],
         "scales": [tuple, list, None],
     }
 
     def __init__(self, green=("01", "10"), null="empirical", fpr=0.01, z_threshold=4.0,
                  windows="within_token", count_repeats=True, encoder=None,
-                 effective_tokens="all", scales=None):
+                 effective_tokens="both", scales=None):
         self.green = green
         self.null = null
         self.fpr = fpr
@@ -557,7 +623,22 @@ class BitMarkDetector(BaseEstimator):
 
     def _counts(self, X):
         bits = self._bits(X, reset=False)
-        return _green_counts(bits, self._n, self._table, self.windows, self.count_repeats)
+        return _green_counts(bits, self._n, self._table, self.windows, self.count_repeats,
+                             _token_codes(bits))
+
+    def _stats(self, bits):
+        """(green count C, windows T, effective windows) per sample; one packing pass."""
+        codes = _token_codes(bits)
+        count, total = _green_counts(bits, self._n, self._table, self.windows,
+                                     self.count_repeats, codes)
+        if self.effective_tokens == "all":
+            return count, total, total
+        return count, total, total * _distinct_tokens(bits, codes) / bits.shape[1]
+
+    def _z_of(self, bits):
+        """Standardised z-score of each sample of ``bits`` under the fitted null."""
+        count, total, teff = self._stats(bits)
+        return (count / total - self.gamma0_) / self._null_sd(teff, total)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -577,8 +658,7 @@ class BitMarkDetector(BaseEstimator):
         """
         self._n, self._table = _parse_green(self.green)
         bits = self._bits(X, reset=True)
-        count, total = _green_counts(bits, self._n, self._table, self.windows,
-                                     self.count_repeats)
+        count, total, teff = self._stats(bits)
         self.n_windows_ = int(_window_codes(bits[:1], self._n, self.windows).shape[1])
         if self.null == "fixed":
             gamma0 = float(self._table.mean())
@@ -599,10 +679,24 @@ class BitMarkDetector(BaseEstimator):
             self.window_var_, self.between_image_var_ = binomial, 0.0
         else:
             self.window_var_, self.between_image_var_ = self._dispersion(
-                bits, count / total, self._effective(bits, total), binomial)
-        teff = self._effective(bits, total)
-        self.dispersion_ = float(np.mean(self._null_sd(teff) ** 2 * total) / binomial)
-        self.z_clean_ = self._standardise(count, total, bits)
+                bits, count / total, total, binomial)
+        if self.effective_tokens != "all":
+            if self.null == "fixed":
+                distinct = (binomial, 0.0)
+            else:
+                distinct = self._distinct_dispersion(count / total, teff)
+            self.distinct_window_var_, self.distinct_between_image_var_ = (
+                distinct or (self.window_var_, self.between_image_var_))
+        self._both_scale = 1.0
+        if self.effective_tokens == "both" and self.null != "fixed" and len(count) > 1:
+            # the larger of the two variances over-states the calibration spread: one
+            # scale, fitted so that the clean z-scores have mean square 1
+            dev = count / total - gamma0
+            scale = float(np.mean(dev**2 / self._null_sd(teff, total) ** 2))
+            self._both_scale = scale if scale > 0 else 1.0
+        sd = self._null_sd(teff, total)
+        self.dispersion_ = float(np.mean(sd**2 * total) / binomial)
+        self.z_clean_ = (count / total - gamma0) / sd
         if self.scales is not None:
             self._fit_scales(bits)
         if self.null == "empirical":
@@ -665,9 +759,7 @@ class BitMarkDetector(BaseEstimator):
         for i, (sub, a, b) in enumerate(
             zip(self.scale_detectors_, edges[:-1], edges[1:], strict=True)
         ):
-            part = bits[:, a:b]
-            out[:, i] = sub._standardise(*_green_counts(
-                part, sub._n, sub._table, sub.windows, sub.count_repeats), part)
+            out[:, i] = sub._z_of(bits[:, a:b])
         return out
 
     def score_scales(self, X):
@@ -697,18 +789,11 @@ class BitMarkDetector(BaseEstimator):
         even and the odd tokens of each image, ``tau2`` what remains of the variance of
         ``g`` across the calibration images.
         """
-        split = None
-        if self.count_repeats and len(g) > 1:
-            split = _split_green_fractions(bits, self._n, self._table, self.windows)
         if len(g) < 2:
             return binomial, 0.0
-        x = 1.0 / total
-        if self.effective_tokens == "distinct" and len(g) > 2 and np.ptp(x) > 0:
-            # var(g) = tau2 + s2 / T_eff, by least squares on the squared deviations
-            r2 = (g - g.mean()) ** 2 * len(g) / (len(g) - 1)
-            s2 = float(np.polyfit(x, r2, 1)[0])
-            s2 = max(s2, binomial)
-            return s2, max(float(np.mean(r2) - s2 * np.mean(x)), 0.0)
+        split = None
+        if self.count_repeats:
+            split = _split_green_fractions(bits, self._n, self._table, self.windows)
         if split is None:
             s2 = binomial
         else:
@@ -718,20 +803,29 @@ class BitMarkDetector(BaseEstimator):
         tau2 = max(float(np.var(g, ddof=1) - s2 * np.mean(1.0 / total)), 0.0)
         return s2, tau2
 
-    def _null_sd(self, total):
-        """Null standard deviation of the green fraction at ``total`` windows."""
+    @staticmethod
+    def _distinct_dispersion(g, effective):
+        """(s2, tau2) of ``var(g) = tau2 + s2 / T_distinct`` by Gaussian maximum
+        likelihood over the calibration samples, or None where every sample has the
+        same number of distinct-token windows (the model is then the one over all)."""
+        x = 1.0 / effective
+        if len(g) < 3 or np.ptp(x) <= 1e-12 * np.max(x):
+            return None
+        return _fit_variance_model((g - g.mean()) ** 2 * len(g) / (len(g) - 1), x)
+
+    def _null_sd(self, effective, total=None):
+        """Null standard deviation of the green fraction of a sample of ``total`` windows,
+        ``effective`` of them those of distinct tokens; never below the binomial
+        standard deviation at ``total`` windows."""
+        total = effective if total is None else total
         binomial = self.gamma0_ * (1.0 - self.gamma0_)
         var = self.between_image_var_ + self.window_var_ / total
+        if self.effective_tokens != "all" and self.null != "fixed":
+            distinct = (self.distinct_between_image_var_
+                        + self.distinct_window_var_ / effective)
+            var = distinct if self.effective_tokens == "distinct" else np.maximum(
+                var, distinct) * self.__dict__.get("_both_scale", 1.0)
         return np.sqrt(np.maximum(var, binomial / total))
-
-    def _effective(self, bits, total):
-        """Windows behind the window term of the null: all, or of distinct tokens."""
-        if self.effective_tokens == "all":
-            return total
-        return total * _distinct_tokens(bits) / bits.shape[1]
-
-    def _standardise(self, count, total, bits):
-        return (count / total - self.gamma0_) / self._null_sd(self._effective(bits, total))
 
     def _check_population(self, z):
         """Warn when more scored samples fall in the clean lower tail than chance allows.
@@ -793,10 +887,7 @@ class BitMarkDetector(BaseEstimator):
             raw = self._scale_z(self._bits(X, reset=False)) @ self.scale_weights_
             z = (raw - self._combined_center) / self._combined_scale
         else:
-            bits = self._bits(X, reset=False)
-            count, total = _green_counts(bits, self._n, self._table, self.windows,
-                                         self.count_repeats)
-            z = self._standardise(count, total, bits)
+            z = self._z_of(self._bits(X, reset=False))
         self._check_population(z)
         return z
 
