@@ -144,21 +144,26 @@ def _xor_count_z(bits):
 class BitMarkDetectionInfinitySize:
     """Detection at Infinity's size (200 images x 4096 tokens x 32 bits, uint8; issue 37):
     the time of ``score_samples``, and its ratio to a plain numpy XOR-and-count z-test on
-    the same bits, timed alternately in one process (target <= 2)."""
+    the same bits, timed alternately in one process (target <= 2). ``"both"`` is the
+    default null (it also counts each image's distinct tokens: one sort of the packed
+    token codes), ``"all"`` the null over all windows."""
 
+    params = (["both", "all"],)
+    param_names = ["effective_tokens"]
     timeout = 300
 
-    def setup(self):
+    def setup(self, effective_tokens):
         from sklearn_cispa.watermark import BitMarkDetector
 
         rng = np.random.default_rng(SEED)
         self.bits = rng.integers(0, 2, size=(200, 4096, 32), dtype=np.uint8)
-        self.detector = BitMarkDetector().fit(self.bits[:100])
+        self.detector = BitMarkDetector(effective_tokens=effective_tokens).fit(
+            self.bits[:100])
 
-    def time_detect_200_infinity_images(self):
+    def time_detect_200_infinity_images(self, effective_tokens):
         self.detector.score_samples(self.bits)
 
-    def track_ratio_over_numpy_xor_count(self):
+    def track_ratio_over_numpy_xor_count(self, effective_tokens):
         import timeit
 
         ours, peer = [], []

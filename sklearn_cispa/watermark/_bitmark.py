@@ -154,9 +154,11 @@ def _distinct_tokens(bits, codes=None):
         return np.zeros(n, dtype=np.int64)
     if codes is None:
         if d <= 62:
-            codes = np.zeros((n, t), dtype=np.int64)
+            dtype = next(v for w, v in ((8, np.uint8), (16, np.uint16), (32, np.uint32),
+                                        (62, np.int64)) if d <= w)
+            codes = np.zeros((n, t), dtype=dtype)
             for j in range(d):
-                codes = (codes << 1) | bits[:, :, j]
+                codes = (codes << 1) | bits[:, :, j].astype(dtype)
         else:
             packed = np.ascontiguousarray(np.packbits(bits, axis=2))
             codes = packed.view(np.dtype((np.void, packed.shape[2])))[..., 0]
