@@ -551,6 +551,16 @@ class BitMarkDetector(BaseEstimator):
     source, other processing, or an over-removal attack). Clean images shifted
     *upwards* cannot be told from watermarked ones by their statistics.
 
+    The default null (``effective_tokens="both"``) is this library's, not the paper's.
+    On the 8 x 8 grey patches of sklearn's sample photos, calibrated on a random half,
+    it flags the other half after JPEG (quality 50-95), crop 0.75-0.95 + resize, blur
+    sigma <= 1.5 and noise sigma <= 4 at most 1.20% at ``fpr=0.01`` and 0.09% at
+    ``fpr=0.001``; ``"all"`` flagged JPEG 50-75 at up to 1.02% at ``fpr=0.001`` and
+    ``"distinct"`` blur 1.5 at up to 2.5% at ``fpr=0.01``, with the same robustness of
+    the mark (user guide). Its rescaled variance transfers worse than ``"all"`` to
+    another source (calibrated on one photo, 3.0% of the other's patches at 1%):
+    calibrate on the population you score.
+
     Examples
     --------
     >>> import numpy as np
