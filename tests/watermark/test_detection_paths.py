@@ -25,7 +25,7 @@ def _brute_force_green(bits, green, windows):
 @settings(deadline=None, max_examples=25)
 @given(
     seed=st.integers(0, 2**31 - 1),
-    d=st.integers(2, 6),
+    d=st.sampled_from([2, 3, 4, 5, 6, 8, 16, 32, 64]),   # 8..64: packed-token path
     tokens=st.integers(1, 5),
     green=st.sampled_from([("01", "10"), ("00", "11"), ("01",), ("00", "01", "11")]),
     windows=st.sampled_from(["within_token", "flat"]),
@@ -42,6 +42,20 @@ def test_every_input_dtype_and_green_list_counts_like_the_oracle(seed, d, tokens
                                    atol=1e-12)
         np.testing.assert_array_equal(det.score_samples(bits.astype(dtype)),
                                       det.score_samples(bits.astype(np.float64)))
+
+
+@settings(deadline=None, max_examples=25)
+@given(seed=st.integers(0, 2**31 - 1), d=st.sampled_from([2, 4, 7, 8, 16, 32, 64, 70]),
+       tokens=st.integers(1, 12), repeats=st.integers(1, 4))
+def test_distinct_tokens_count_like_a_python_set(seed, d, tokens, repeats):
+    from sklearn_cispa.watermark._bitmark import _distinct_tokens, _token_codes
+
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2, size=(4, tokens, d)).astype(np.uint8)
+    bits = np.concatenate([base] * repeats, axis=1)       # every token repeated
+    expected = [len({tuple(t) for t in sample}) for sample in bits]
+    np.testing.assert_array_equal(_distinct_tokens(bits), expected)
+    np.testing.assert_array_equal(_distinct_tokens(bits, _token_codes(bits)), expected)
 
 
 def test_integer_values_other_than_bits_are_clipped_with_a_warning():
