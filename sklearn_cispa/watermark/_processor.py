@@ -20,8 +20,8 @@ class BitMarkLogitsProcessor(BaseEstimator):
     ``first_biased_bit`` on, on the last ``n - 1`` bits of the same token), for the
     tensors of a real generator such as Infinity: torch tensors in, torch tensors out on
     the input's device and with its dtype, with no copy to the host; numpy arrays in,
-    numpy arrays out. Any leading batch dimensions are allowed (images, tokens of a
-    scale, ...).
+    numpy arrays out (a tensor for either argument gives a tensor, on that tensor's
+    device). Any leading batch dimensions are allowed (images, tokens of a scale, ...).
 
     Parameters
     ----------
@@ -122,7 +122,7 @@ class BitMarkLogitsProcessor(BaseEstimator):
                 f"same leading dimensions; got {shape_p} and {shape_l}."
             )
         k = shape_p[-1]
-        if _is_torch(bit_logits):
+        if _is_torch(bit_logits) or _is_torch(prefix_bits):
             return self._torch(prefix_bits, bit_logits, n, first, bias, k)
         logits = np.asarray(bit_logits)
         if not np.issubdtype(logits.dtype, np.floating):
@@ -138,6 +138,9 @@ class BitMarkLogitsProcessor(BaseEstimator):
         import torch
 
         logits = bit_logits
+        if not _is_torch(logits):
+            # torch bits with array logits: the result is a tensor on the bits' device
+            logits = torch.as_tensor(np.asarray(logits), device=prefix_bits.device)
         if not torch.is_floating_point(logits):
             logits = logits.to(torch.get_default_dtype())
         if k < first:

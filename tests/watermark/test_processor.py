@@ -97,6 +97,15 @@ def test_numpy_in_numpy_out(dtype):
     np.testing.assert_array_equal(out, [[0, 2]])
 
 
+def test_torch_bits_with_array_logits_give_a_tensor():
+    proc = BitMarkLogitsProcessor()
+    out = proc(torch.tensor([[0], [1]]), np.zeros((2, 2), dtype=np.float32))
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32
+    np.testing.assert_array_equal(out.numpy(), [[0, 2], [2, 0]])
+    out = proc(np.array([[0], [1]]), torch.zeros(2, 2, dtype=torch.float64))
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+
+
 def test_torch_device_is_preserved_meta():
     # the meta device stands in for an accelerator on CPU-only machines: no data is
     # ever copied to the host
@@ -128,3 +137,5 @@ def test_processor_keeps_cuda_tensors_on_the_device():
     assert out.device == logits.device and out.dtype == torch.float16
     cpu = proc(torch.ones(8, 3, dtype=torch.long), logits.cpu())
     assert torch.equal(out.cpu(), cpu)
+    mixed = proc(torch.ones(8, 3, dtype=torch.long, device="cuda"), np.zeros((8, 2)))
+    assert mixed.device.type == "cuda"
