@@ -892,7 +892,10 @@ class BitMarkDetector(BaseEstimator):
         Returns
         -------
         z : ndarray of shape (n_samples,)
-            ``(C - gamma0_ T) / sqrt(T gamma0_ (1 - gamma0_))``.
+            ``(C / T - gamma0_) / sd``, where ``sd`` is the null standard deviation of
+            the green fraction at the sample's size (binomial with ``null="fixed"``:
+            ``(C - gamma T) / sqrt(T gamma (1 - gamma))``; otherwise the calibrated
+            model of ``effective_tokens``); with ``scales``, the combined score.
         """
         check_is_fitted(self)
         if self.scales is not None:
