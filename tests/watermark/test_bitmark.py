@@ -252,6 +252,17 @@ def test_fixed_null_is_exact_on_fair_coins():
     assert np.mean(z > 4) < 0.001
 
 
+@pytest.mark.parametrize("effective_tokens", ["both", "all", "distinct"])
+def test_fixed_null_is_the_papers_binomial_z(effective_tokens):
+    # closed form: z = (C - T / 2) / sqrt(T / 4), whatever the repeated tokens
+    bits = np.random.default_rng(0).integers(0, 2, size=(50, 16, 8)).astype(np.uint8)
+    bits[:10, 1:] = bits[:10, :1]                      # ten flat samples
+    det = BitMarkDetector(null="fixed", effective_tokens=effective_tokens).fit(bits)
+    count, total = (bits[:, :, 1:] != bits[:, :, :-1]).sum(axis=(1, 2)), 16 * 7
+    np.testing.assert_allclose(det.score_samples(bits),
+                               (count - total / 2) / np.sqrt(total / 4), atol=1e-12)
+
+
 def test_fixed_null_fails_on_natural_bits(samples):
     """Regression test of the failure mode: clean digits are far from fair coins."""
     det = BitMarkDetector(null="fixed").fit(samples["cal"])
