@@ -1547,6 +1547,23 @@ def test_related_bounds_out_of_order_are_refused(owner, kwargs, match):
                 func(**kwargs)
 
 
+def _range_nan_cases():
+    for (owner, params), (label, kwargs, _) in sorted(_BOUND_CASES.items()):
+        if not params.endswith("_range"):
+            continue
+        lo, hi = sorted(kwargs[params])
+        for which, value in (("low", (float("nan"), hi)), ("high", (lo, float("nan")))):
+            case_id = f"range_nan[{owner}-{params}-{which}]"
+            yield pytest.param(owner, {**kwargs, params: value}, params,
+                               id=f"{owner}-{params}-{which}", marks=_pending(case_id))
+
+
+@pytest.mark.parametrize("owner, kwargs, match", list(_range_nan_cases()))
+def test_range_with_a_nan_end_is_refused(owner, kwargs, match):
+    """A ``*_range`` with a NaN end is refused with a ValueError naming it (issue 35)."""
+    test_related_bounds_out_of_order_are_refused(owner, kwargs, match)
+
+
 # Torch-backed estimators turn a non-finite training loss into a clear error: a step
 # size far too large makes the loss overflow; fit then raises a ValueError that names
 # the step size or says that it diverged, or it ends with finite outputs (a warning at
