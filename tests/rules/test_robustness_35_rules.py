@@ -64,9 +64,11 @@ def test_rules_split_the_training_rows_whatever_the_units(exponents, offsets):
     move = lambda X: X * c + o  # noqa: E731
     moved = _fit(move(_X), _Y)
     # the same partition of the training rows: the same labels and probabilities there
+    # (the rules' class probabilities are trained parameters: equal up to the rounding
+    # of 50 epochs of training, 2e-8 measured; 1e-6 is the common checks' tolerance)
     np.testing.assert_array_equal(moved.predict(move(_X)), _BASE.predict(_X))
     np.testing.assert_allclose(moved.predict_proba(move(_X)), _BASE.predict_proba(_X),
-                               rtol=1e-9, atol=1e-12)
+                               rtol=1e-6, atol=1e-9)
     assert len(moved.rules_) == len(_BASE.rules_)
     for a, b in zip(moved.rules_, _BASE.rules_, strict=True):
         assert a.prediction == b.prediction
