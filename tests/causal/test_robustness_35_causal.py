@@ -118,3 +118,33 @@ def test_least_squares_at_mixed_units_matches_the_closed_form():
     c = np.array([1.0, 1e-6, 1e5])
     est = AugmentedIVRegressor(alpha=np.inf).fit(X * c, y)
     np.testing.assert_allclose(est.coef_ * c, exact, rtol=1e-10)
+
+
+def _augmentations():
+    from sklearn_cispa.causal import (
+        ComposeAugmentations,
+        GaussianNoiseAugmentation,
+        NullSpaceTranslation,
+    )
+
+    nst = NullSpaceTranslation(np.eye(3)[:1])
+    return [GaussianNoiseAugmentation(), nst,
+            ComposeAugmentations([GaussianNoiseAugmentation(), nst])]
+
+
+@pytest.mark.parametrize("aug", _augmentations(), ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_augmentations_refuse_non_finite_x(aug, bad):
+    # was: NaN / inf passed through to the augmented rows (a whole NaN row for the
+    # Gaussian noise, whose scale is the spread of X), without an error
+    X = np.random.RandomState(0).normal(size=(6, 3))
+    X[0, 0] = bad
+    with pytest.raises(ValueError, match="Input X contains"):
+        aug.augment(X, random_state=0)
+
+
+@pytest.mark.parametrize("aug", _augmentations(), ids=lambda a: type(a).__name__)
+def test_augmentations_keep_working_on_finite_x(aug):
+    X = np.random.RandomState(0).normal(size=(6, 3))
+    X_aug, G = aug.augment(X.tolist(), random_state=0)
+    assert X_aug.shape == X.shape and len(G) == 6 and np.all(np.isfinite(X_aug))
