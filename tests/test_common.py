@@ -1564,6 +1564,157 @@ def test_range_with_a_nan_end_is_refused(owner, kwargs, match):
     test_related_bounds_out_of_order_are_refused(owner, kwargs, match)
 
 
+# Array arguments of public functions (issue 35): every numeric array argument with a NaN
+# entry is refused with a clear error, and float arrays multiplied by 1e300 give finite
+# outputs (a warning at most for a non-finite one) or a ValueError that says what is
+# wrong, never a solver's raw error (numpy's LinAlgError). Each public function with an
+# "array-like" argument has a valid call here (a builder of fresh keyword arguments) or
+# the reason it has none; a new function is picked up by the completeness test.
+def _simplex(*shape, seed=0):
+    return np.random.RandomState(seed).dirichlet(np.ones(shape[-1]), size=shape[:-1])
+
+
+def _tiny_classifier_and_data():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(20, 2))
+    y = (X[:, 0] > 0).astype(int)
+    return LogisticRegression().fit(X, y), X, y
+
+
+_FUNCTION_CALLS = {
+    "accuracy_rejection_curve": lambda: dict(
+        y_true=np.array([0, 1, 1, 0, 1]), y_pred=np.array([0, 1, 0, 0, 1]),
+        uncertainty=np.array([0.1, 0.2, 0.9, 0.3, 0.4])),
+    "attack_success_at_k": lambda: dict(score_sequences=[[0.1, 0.9], [0.2, 0.3]], k=1,
+                                        threshold=0.5),
+    "choquet_integral": lambda: dict(f=np.array([1.0, 2.0, 3.0]), probas=_simplex(4, 3)),
+    "entropy_difference": lambda: dict(probas=_simplex(6, 4, 3)),
+    "generalized_hartley": lambda: dict(probas=_simplex(6, 4, 3)),
+    "maximum_mean_imprecision": lambda: dict(probas=_simplex(6, 4, 3)),
+    "lower_probability": lambda: dict(probas=_simplex(4, 3), events=[[0], [1, 2]]),
+    "lower_total_variation": lambda: dict(probas_a=_simplex(4, 3),
+                                          probas_b=_simplex(4, 3, seed=1)),
+    "eot_pgd_l2_attack": lambda: dict(
+        zip(("model", "X", "y"), _tiny_classifier_and_data()), radius=0.1, sigma=0.2,
+        n_steps=2, n_noise=2, random_state=0),
+    "flip_rate": lambda: dict(decisions=np.random.RandomState(0).rand(6, 10) > 0.5),
+    "lira_scores": lambda: dict(keep=np.tile([True, False], (10, 4)).T,
+                                ref_stats=np.random.RandomState(0).normal(size=(8, 10)),
+                                target_stats=np.random.RandomState(1).normal(size=10)),
+    "logit_confidence": lambda: dict(proba=_simplex(6, 3), y=np.array([0, 1, 2, 0, 1, 2])),
+    "robust_risk_control": lambda: dict(
+        losses=-np.sort(-np.random.RandomState(0).rand(50, 5), axis=1),
+        lambdas=np.linspace(0, 1, 5), alpha=0.3, sigma=0.5, radius=0.1),
+    "tpr_at_fpr": lambda: dict(y_true=np.array([0, 1] * 50),
+                               y_score=np.random.RandomState(0).rand(100), fpr=0.1),
+    "heterogeneity": lambda: dict(X=np.random.RandomState(0).normal(size=(40, 3)),
+                                  y=np.random.RandomState(1).normal(size=40),
+                                  groups=np.repeat([0, 1], 20)),
+    "ntk_spectrum_stats": lambda: dict(kernel=_psd_kernel()),
+    "graphon_ntk": lambda: dict(X=np.random.RandomState(0).normal(size=(5, 3))),
+    "empirical_ntk": lambda: dict(
+        module=nn.Sequential(nn.Linear(3, 4, dtype=torch.float64), nn.Tanh(),
+                             nn.Linear(4, 1, dtype=torch.float64)),
+        X=np.random.RandomState(0).normal(size=(5, 3))),
+    "sas_histogram": lambda: dict(
+        mask=(np.random.RandomState(0).rand(8, 8) > 0.5).astype(float), n_blocks=2),
+    "prune_at_init": lambda: dict(
+        module=nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)), method="snip",
+        sparsity=0.5, X=np.random.RandomState(0).normal(size=(8, 3)),
+        y=np.array([0, 1] * 4), random_state=0),
+}
+_NO_FUNCTION_CALL = {
+    **dict.fromkeys(
+        ("bit_flip_attack", "bit_flipper_attack", "blur_attack", "crop_resize_attack",
+         "gaussian_noise_attack", "jpeg_attack", "radioactivity_test"),
+        "attacks and tests on generated images: the inputs are bits or grey levels "
+        "(rounded and clipped), tested in tests/watermark",
+    ),
+    "extraction_rate": "its array is a list of (prefix, secret) strings, not numbers",
+    "greedy_extraction_oracle": "its arrays are token ids of a language model",
+    "orpo_loss": "its arrays are the model's log-probabilities and lengths (NaN is data)",
+}
+# (function, argument) -> why a NaN entry is legitimate there
+_NAN_ARRAY_IS_DATA = {}
+
+
+def _numeric_array_args(kwargs):
+    return [k for k, v in kwargs.items()
+            if isinstance(v, np.ndarray) and v.dtype.kind in "biuf" and v.size]
+
+
+def test_function_calls_cover_every_array_argument():
+    names = {name for name, _ in all_functions()}
+    with_arrays = {
+        name for name, func in all_functions()
+        if "array-like" in str(func.__wrapped__._skl_parameter_constraints.values())
+    }
+    missing = with_arrays - set(_FUNCTION_CALLS) - set(_NO_FUNCTION_CALL)
+    assert not missing, f"add a valid call to _FUNCTION_CALLS for {sorted(missing)}"
+    assert set(_FUNCTION_CALLS) | set(_NO_FUNCTION_CALL) <= names
+    assert not set(_FUNCTION_CALLS) & set(_NO_FUNCTION_CALL)
+
+
+def _call_cases(kind):
+    for name in sorted(_FUNCTION_CALLS):
+        for arg in _numeric_array_args(_FUNCTION_CALLS[name]()):
+            if kind == "huge" and _FUNCTION_CALLS[name]()[arg].dtype.kind != "f":
+                continue  # labels, masks and counts are not magnitudes
+            case_id = f"function_{kind}[{name}-{arg}]"
+            marks = _pending(case_id)
+            if kind == "nan" and (name, arg) in _NAN_ARRAY_IS_DATA:
+                marks = [pytest.mark.skip(reason=_NAN_ARRAY_IS_DATA[(name, arg)])]
+            yield pytest.param(name, arg, id=f"{name}-{arg}", marks=marks)
+
+
+def _call_public_function(name, kwargs):
+    func = dict(all_functions())[name]
+    with _hang_guard(_HANG_GUARD_S, f"{name}(...)"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = func(**kwargs)
+    said = [w for w in caught if not issubclass(w.category, _NOT_A_DIAGNOSIS)]
+    return out, said
+
+
+def _non_finite_outputs(out):
+    values = out.values() if isinstance(out, dict) else (
+        out if isinstance(out, tuple | list) else [out])
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            value = value.detach().numpy()
+        arr = np.asarray(value) if not isinstance(value, str) else np.zeros(0)
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("name, arg", list(_call_cases("nan")))
+def test_function_refuses_nan_in_array_arguments(name, arg):
+    kwargs = _FUNCTION_CALLS[name]()
+    _call_public_function(name, kwargs)  # the valid call works: the failure is the NaN's
+    bad = kwargs[arg].astype(np.float64)
+    bad.flat[0] = np.nan
+    with pytest.raises((ValueError, TypeError)) as info:
+        _call_public_function(name, {**kwargs, arg: bad})
+    assert str(info.value).strip() and not isinstance(info.value, np.linalg.LinAlgError)
+
+
+@pytest.mark.parametrize("name, arg", list(_call_cases("huge")))
+def test_function_huge_array_arguments(name, arg):
+    kwargs = _FUNCTION_CALLS[name]()
+    try:
+        out, said = _call_public_function(name, {**kwargs, arg: kwargs[arg] * 1e300})
+    except ValueError as exc:
+        assert str(exc).strip() and not isinstance(exc, np.linalg.LinAlgError), (
+            f"{name}({arg} * 1e300): a solver's raw error: {exc}"
+        )
+        return
+    assert not _non_finite_outputs(out) or said, (
+        f"{name}({arg} * 1e300) returned NaN or infinity without an error or a warning"
+    )
+
+
 # Torch-backed estimators turn a non-finite training loss into a clear error: a step
 # size far too large makes the loss overflow; fit then raises a ValueError that names
 # the step size or says that it diverged, or it ends with finite outputs (a warning at
