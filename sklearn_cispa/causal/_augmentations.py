@@ -19,6 +19,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_array
 
 from sklearn_cispa.utils import check_random_generator
 
@@ -26,10 +27,12 @@ __all__ = ["ComposeAugmentations", "GaussianNoiseAugmentation", "NullSpaceTransl
 
 
 def _check_X(X):
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
-    return X
+    """``X`` as a finite 2-d float64 array (NaN, infinity, complex or text refused)."""
+    X = np.asarray(X) if not hasattr(X, "__array__") else X
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be a 2-d array, got shape {np.shape(X)}.")
+    return check_array(X, dtype=np.float64, ensure_min_samples=0, ensure_min_features=0,
+                       input_name="X")
 
 
 class _BaseAugmentation(BaseEstimator):

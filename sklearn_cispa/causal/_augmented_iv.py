@@ -131,22 +131,28 @@ class _ReducedProblem:
         return _lstsq(A, b)
 
     def _solve_limit(self):
-        """alpha -> 0+: the IV solution with the smallest ERM risk."""
+        """alpha -> 0+: the IV solution with the smallest ERM risk.
+
+        Solved for the coefficients of unit-norm columns of ``Rx`` and scaled back (as
+        in ``_lstsq``), so that features in very different units keep their digits.
+        """
+        D = _column_norms(self.Rx)
+        QtX, Rx = self.QtX / D, self.Rx / D
         d = self.n_features
         # A = X^T P X = V diag(s^2) V^T from the SVD of Q^T Xa
-        _, s, Vt = linalg.svd(self.QtX, full_matrices=True, check_finite=False)
+        _, s, Vt = linalg.svd(QtX, full_matrices=True, check_finite=False)
         lam = np.zeros(d)
         lam[: s.size] = s**2
         tol = (lam.max() if d else 0.0) * d * _EPS
         keep = lam > tol
         V = Vt.T
         R, Nn = V[:, keep], V[:, ~keep]
-        b = self.QtX.T @ self.QtY
+        b = QtX.T @ self.QtY
         h_p = R @ ((R.T @ b) / lam[keep])
         if Nn.shape[1] == 0:
-            return h_p
-        c = _lstsq(self.Rx @ Nn, self.QxtY - self.Rx @ h_p)
-        return h_p + Nn @ c
+            return h_p / D
+        c = _lstsq(Rx @ Nn, self.QxtY - Rx @ h_p)
+        return (h_p + Nn @ c) / D
 
 
 def _sel_len(sel):
@@ -154,9 +160,30 @@ def _sel_len(sel):
 
 
 def _lstsq(A, b):
+    """Least squares with the columns of ``A`` equilibrated to unit norm first.
+
+    The SVD solver's error on a column is relative to the largest singular value, so
+    features in very different units (1e-6 beside 1e5) lost digits of their
+    coefficients; solving for the coefficients of unit-norm columns and scaling back
+    makes the solution equivariant under a change of units per feature, up to rounding
+    (and the minimum-norm solution of a rank-deficient problem is the one in those
+    unit-free coordinates).
+    """
     if A.shape[0] == 0 or A.shape[1] == 0:
         return np.zeros(A.shape[1])
-    return linalg.lstsq(A, b, lapack_driver="gelsd", check_finite=False)[0]
+    norms = _column_norms(A)
+    return linalg.lstsq(A / norms, b, lapack_driver="gelsd", check_finite=False)[0] / norms
+
+
+def _column_norms(A):
+    """Euclidean norms of the columns of ``A`` (1 for a zero column), for equilibration."""
+    if A.shape[0] == 0:
+        return np.ones(A.shape[1])
+    norms = np.sqrt(np.sum(A * A, axis=0))
+    if not np.all(np.isfinite(norms)):  # the squares overflow: the largest entry instead
+        norms = np.max(np.abs(A), axis=0)
+    norms[~(norms > 0)] = 1.0
+    return norms
 
 
 def _r2(y_true, y_pred):

@@ -59,6 +59,15 @@ def _logistic_hessian(Z, prob, loss):
     return np.einsum("ij,il,icd->jcld", Z, Z, S).reshape(p * k, p * k) / n
 
 
+def _raise_overflow(what, largest):
+    raise ValueError(
+        f"heterogeneity: the machines' second moments overflow float64 (|{what}| reaches "
+        f"{largest:.3g}): the constants are moments of the data in its own units (H and mu "
+        "are in squared units of X). Rescale X first, for example divide it by its largest "
+        "absolute value."
+    )
+
+
 @validate_params(
     {
         "X": ["array-like"],
@@ -147,7 +156,10 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
     if fit_intercept:
         pen[-1] = 0.0
     alpha = float(alpha)
-    grams = np.stack([Z[s].T @ Z[s] / len(s) for s in shards])
+    with np.errstate(over="ignore", invalid="ignore"):
+        grams = np.stack([Z[s].T @ Z[s] / len(s) for s in shards])
+    if not np.all(np.isfinite(grams)):
+        _raise_overflow("X", np.max(np.abs(Z)))
     # theta* is found in standardised coordinates (well conditioned for any units and
     # offsets of the columns), with the objective's own row weights
     row_weights = np.empty(n)
@@ -157,7 +169,10 @@ def heterogeneity(X, y, groups, fit_intercept=True, alpha=0.0, averaging="unifor
     if loss == "squared":
         k = 1
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
-        cs = np.stack([Z[s].T @ y[s] / len(s) for s in shards])
+        with np.errstate(over="ignore", invalid="ignore"):
+            cs = np.stack([Z[s].T @ y[s] / len(s) for s in shards])
+        if not np.all(np.isfinite(cs)):
+            _raise_overflow("X and y", max(np.max(np.abs(Z)), np.max(np.abs(y))))
         theta = least_squares_minimum(Z, y[:, None], row_weights, alpha, pen, T)[:, 0]
         grads = np.einsum("mpq,q->mp", grams, theta) - cs + alpha * pen * theta
         hessians = grams + alpha * np.diag(pen)[None]

@@ -647,6 +647,28 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64, 
 # --------------------------------------------------------------------------------------
 # ntk_spectrum_stats
 # --------------------------------------------------------------------------------------
+def _check_fit_range(fit_range):
+    """``(k_lo, k_hi)`` as two Python ints, or a ValueError naming ``fit_range``.
+
+    Eigenvalue indices are counts: NaN, infinity, a fraction or a boolean is refused
+    (``int()`` would truncate 1.5 to 1 silently and fail on NaN with a raw message).
+    """
+    if len(fit_range) != 2:
+        raise ValueError(f"fit_range must be (k_lo, k_hi), got {fit_range!r}.")
+    out = []
+    for v in fit_range:
+        integral = isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+        if not integral and isinstance(v, numbers.Real) and not isinstance(v, bool):
+            integral = bool(np.isfinite(v)) and float(v).is_integer()
+        if not integral:
+            raise ValueError(
+                f"fit_range must hold two integer eigenvalue indices (k_lo, k_hi), 1-based; "
+                f"got {tuple(fit_range)!r}."
+            )
+        out.append(int(v))
+    return tuple(out)
+
+
 @validate_params(
     {
         "kernel": ["array-like"],
@@ -687,7 +709,8 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None, center=False):
     ------
     ValueError
         When the kernel is not square, smaller than 2 x 2, not finite, or has no
-        positive eigenvalue.
+        positive eigenvalue, or when ``fit_range`` is not two integer indices
+        ``1 <= k_lo <= k_hi <= n`` (NaN, infinity and fractions are refused).
 
     See Also
     --------
@@ -719,6 +742,8 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None, center=False):
     >>> stats["top_energy"], stats["effective_rank"], stats["spectral_gap"]
     (0.5, 2.0, 2.0)
     """
+    if fit_range is not None:
+        fit_range = _check_fit_range(fit_range)
     K = check_array(kernel, dtype=np.float64, input_name="kernel")
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"kernel must be square, got shape {K.shape}.")
@@ -742,9 +767,7 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None, center=False):
     if fit_range is None:
         k_lo, k_hi = 1, int(np.sum(ev > 1e-12 * ev[0]))
     else:
-        if len(fit_range) != 2:
-            raise ValueError(f"fit_range must be (k_lo, k_hi), got {fit_range!r}.")
-        k_lo, k_hi = (int(v) for v in fit_range)
+        k_lo, k_hi = fit_range
         if not 1 <= k_lo <= k_hi <= len(ev):
             raise ValueError(
                 f"fit_range={tuple(fit_range)} must satisfy 1 <= k_lo <= k_hi <= {len(ev)}."

@@ -619,7 +619,10 @@ class NeurulesClassifier(ClassifierMixin, BaseEstimator):
     splits the training rows as fitting on ``X`` does, up to floating-point rounding
     in the training. Each threshold is mapped back to the caller's units inside the
     gap between the two training values it separates and printed exactly, so the
-    printed list is the model on every row.
+    printed list is the model on every row. That short number is chosen in the
+    caller's units, so a new value inside such a gap (between the learned cut and its
+    printed rounding) can fall on the other side after an offset or a change of units;
+    values outside the gaps are classified alike.
 
     Convergence. A ``ConvergenceWarning`` is raised when the loss was still falling
     at the end of training (more epochs or smaller batches would help), when steps

@@ -792,6 +792,13 @@ def accuracy_rejection_curve(y_true, y_pred, uncertainty, *, rejection_rates=Non
             "y_true, y_pred and uncertainty must be 1-d arrays (uncertainty may be a single "
             f"column); got shapes {y_true.shape}, {y_pred.shape} and {np.shape(uncertainty)}."
         )
+    for name, labels in (("y_true", y_true), ("y_pred", y_pred)):
+        if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
+            # NaN != NaN: a missing label would count as a wrong prediction, silently
+            raise ValueError(
+                f"{name} contains NaN or infinity; labels must be finite (drop or impute "
+                "the rows without a label first)."
+            )
     n = y_true.shape[0]
     if n == 0:
         raise ValueError("accuracy_rejection_curve needs at least one sample.")

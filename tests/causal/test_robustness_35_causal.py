@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sklearn_cispa.causal import AugmentedIVRegressor
 from sklearn_cispa.datasets import make_confounded_linear
@@ -73,3 +75,76 @@ def test_mixture_far_outside_the_fit_is_finite(factor):
     np.testing.assert_array_equal(proba, np.eye(2)[best])
     with pytest.warns(RuntimeWarning, match="below the float range"):
         assert m.bic(X * factor, y) == np.inf
+
+
+def _per_column_unit_free_augmentation(base):
+    """The base augmentation applied to standardised columns (moves scale per column)."""
+
+    def augment(X, rng):
+        scale = X.std(axis=0)
+        X_aug, G = base.augment(X / scale, rng)
+        return X_aug * scale, G
+
+    return augment
+
+
+@pytest.mark.parametrize("alpha", [np.inf, 1.0, 0.0])
+@settings(max_examples=10, deadline=None)
+@given(exponents=st.lists(st.floats(-6.0, 6.0), min_size=8, max_size=8))
+def test_coefficients_follow_per_column_units(alpha, exponents):
+    # a feature in other units has its coefficient in the inverse units: coef(X * c) * c
+    # equals coef(X). Before the fix the SVD solver lost digits on the column of small
+    # units (relative prediction error 1.7e-4 at units (1, 1e-6, 1e5); found by the
+    # common invariance property)
+    X, y, _, aug = make_confounded_linear(n_samples=300, n_features=8, random_state=0)
+    c = 10.0 ** np.array(exponents)
+    params = dict(augmentation=_per_column_unit_free_augmentation(aug), alpha=alpha,
+                  random_state=0)
+    ref = AugmentedIVRegressor(**params).fit(X, y)
+    moved = AugmentedIVRegressor(**params).fit(X * c, y)
+    np.testing.assert_allclose(moved.coef_ * c, ref.coef_, rtol=1e-7,
+                               atol=1e-9 * np.abs(ref.coef_).max())
+    np.testing.assert_allclose(moved.predict(X * c), ref.predict(X), rtol=1e-9, atol=1e-9)
+
+
+def test_least_squares_at_mixed_units_matches_the_closed_form():
+    # alpha=inf without augmentation is ordinary least squares: compare with the normal
+    # equations solved in unit scale (well conditioned there)
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, 3))
+    y = X @ [1.5, -1.0, 0.5] + 0.1 * rng.normal(size=200)
+    Xc, yc = X - X.mean(axis=0), y - y.mean()
+    exact = np.linalg.solve(Xc.T @ Xc, Xc.T @ yc)
+    c = np.array([1.0, 1e-6, 1e5])
+    est = AugmentedIVRegressor(alpha=np.inf).fit(X * c, y)
+    np.testing.assert_allclose(est.coef_ * c, exact, rtol=1e-10)
+
+
+def _augmentations():
+    from sklearn_cispa.causal import (
+        ComposeAugmentations,
+        GaussianNoiseAugmentation,
+        NullSpaceTranslation,
+    )
+
+    nst = NullSpaceTranslation(np.eye(3)[:1])
+    return [GaussianNoiseAugmentation(), nst,
+            ComposeAugmentations([GaussianNoiseAugmentation(), nst])]
+
+
+@pytest.mark.parametrize("aug", _augmentations(), ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_augmentations_refuse_non_finite_x(aug, bad):
+    # was: NaN / inf passed through to the augmented rows (a whole NaN row for the
+    # Gaussian noise, whose scale is the spread of X), without an error
+    X = np.random.RandomState(0).normal(size=(6, 3))
+    X[0, 0] = bad
+    with pytest.raises(ValueError, match="Input X contains"):
+        aug.augment(X, random_state=0)
+
+
+@pytest.mark.parametrize("aug", _augmentations(), ids=lambda a: type(a).__name__)
+def test_augmentations_keep_working_on_finite_x(aug):
+    X = np.random.RandomState(0).normal(size=(6, 3))
+    X_aug, G = aug.augment(X.tolist(), random_state=0)
+    assert X_aug.shape == X.shape and len(G) == 6 and np.all(np.isfinite(X_aug))

@@ -27,6 +27,33 @@ def test_heterogeneity_logistic_takes_labels():
     assert np.isfinite(h["tau"])
 
 
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_heterogeneity_overflowing_moments_are_a_clear_error(loss):
+    # was: numpy's LinAlgError "Eigenvalues did not converge" from inf Hessians
+    X, groups, rng = _machines()
+    y = (X[:, 0] > 0).astype(float)
+    with pytest.raises(ValueError, match=r"overflow float64.*Rescale X"):
+        heterogeneity(X * 1e300, y, groups, loss=loss, alpha=0.1)
+
+
+def test_heterogeneity_huge_y_is_a_clear_error():
+    X, groups, rng = _machines()
+    with pytest.raises(ValueError, match=r"X and y.*overflow|overflow.*X and y"):
+        heterogeneity(X, np.full(len(X), 1e307), groups)  # sum over 20 rows: 2e308
+
+
+def test_heterogeneity_large_but_representable_units():
+    # at X * 1e100 the moments (1e200) are still finite: H and mu scale as c**2 without
+    # an intercept, exactly as in unit scale
+    X, groups, rng = _machines()
+    y = X @ [1.0, -1.0] + rng.normal(size=len(X))
+    ref = heterogeneity(X, y, groups, fit_intercept=False)
+    big = heterogeneity(X * 1e100, y, groups, fit_intercept=False)
+    assert big["H"] == pytest.approx(ref["H"] * 1e200, rel=1e-9)
+    assert big["mu"] == pytest.approx(ref["mu"] * 1e200, rel=1e-9)
+    assert big["zeta_star"] == pytest.approx(ref["zeta_star"] * 1e100, rel=1e-9)
+
+
 def _federated_data():
     from sklearn_cispa.datasets import make_heterogeneous_quadratics
 

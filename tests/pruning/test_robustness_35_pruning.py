@@ -14,6 +14,31 @@ def test_ntk_spectrum_stats_refuses_1x1(kernel):
         ntk_spectrum_stats(kernel)
 
 
+def _psd_kernel():
+    A = np.random.RandomState(0).normal(size=(6, 6))
+    return A @ A.T
+
+
+@pytest.mark.parametrize(
+    "fit_range",
+    [(float("nan"), 4), (1, float("nan")), (1, float("inf")), (1.5, 4), (True, 4), (1, 2, 3)],
+)
+def test_ntk_spectrum_stats_refuses_non_integer_fit_range(fit_range):
+    # was: "cannot convert float NaN to integer" / OverflowError, and 1.5 silently became 1
+    with pytest.raises(ValueError, match="fit_range"):
+        ntk_spectrum_stats(_psd_kernel(), fit_range=fit_range)
+
+
+def test_ntk_spectrum_stats_integral_floats_are_indices():
+    # (2.0, 5.0) means the same indices as (2, 5): the decay exponent of the same fit
+    K = _psd_kernel()
+    exact = ntk_spectrum_stats(K, fit_range=(2, 5))["decay_exponent"]
+    assert ntk_spectrum_stats(K, fit_range=(2.0, np.int64(5)))["decay_exponent"] == exact
+    ev = np.linalg.eigvalsh(K)[::-1][1:5]
+    slope = np.polyfit(np.log(np.arange(2, 6)), np.log(ev), 1)[0]
+    assert exact == pytest.approx(-slope, rel=1e-9)
+
+
 def test_empirical_ntk_float32_module_with_frozen_parameter():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
