@@ -9,7 +9,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.spatial.distance import pdist
-from scipy.stats import norm
+from scipy.special import ndtr
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.decomposition import PCA, TruncatedSVD
 from sklearn.exceptions import ConvergenceWarning
@@ -245,9 +245,11 @@ def acquisition(mu, sd, f_best, acq_func, xi, kappa):
         return -(mu - kappa * sd)
     improvement = f_best - mu - xi
     u = improvement / sd
+    # scipy.special.ndtr and the closed-form density: scipy.stats.norm's per-call
+    # argument checks were an eighth of a small search's time
     if acq_func == "PI":
-        return norm.cdf(u)
-    return improvement * norm.cdf(u) + sd * norm.pdf(u)
+        return ndtr(u)
+    return improvement * ndtr(u) + sd * np.exp(-0.5 * u * u) / np.sqrt(2.0 * np.pi)
 
 
 class _ObjectiveError(RuntimeError):
