@@ -134,8 +134,18 @@ class GASPSuffixGenerator(BaseEstimator):
     across rounds (every round continues the goal itself). Suffixes are the sampled
     continuations with whitespace collapsed; repeats and empty samples are dropped
     before the search. The objective sees ``goal + " " + suffix``. An objective that
-    raises, or returns NaN or a non-number, stops ``fit`` with an error that names the
-    candidate (from the search).
+    raises, or returns NaN, infinity or a non-number, stops ``fit`` with an error that
+    names the candidate (from the search). ``fit(prompts)`` without an objective uses the
+    search's own (so that the loop runs in scikit-learn's tooling, which calls
+    ``fit(X)``), and a 2-D numeric ``prompts`` array is read as one prompt per row,
+    written as its values, as the searches read candidates.
+
+    The search's budget against the candidate pool matters (issue 36): with the
+    search's 2 random initial points, ``n_queries=4`` leaves only 2 queries to the GP,
+    and LBO then found no more successes than random queries; with ``n_queries=8`` it
+    found about 1.5 times as many during training (it queries the neighbours of a
+    success), and the ORPO updates on those pairs gave the higher attack success (user
+    guide, "The paper's ablation at CPU size").
 
     Examples
     --------
