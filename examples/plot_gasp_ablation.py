@@ -115,7 +115,7 @@ for seed in range(2):
         curves[arm].append([attack_success_at_k(sequences, k) for k in range(1, 11)])
         ll, n = continuation_log_likelihoods(reference, [q[0] for q in queried],
                                              [q[1] for q in queried])
-        perplexity[arm].append(float(np.exp(-ll.sum() / n.sum())))
+        perplexity[arm].append(float(np.exp(-float(ll.sum()) / float(n.sum()))))
 
 # %%
 # ASR@k against queries, and suffix perplexity
