@@ -52,6 +52,23 @@ from sklearn_cispa.utils import all_estimators, all_functions
 # judge's readability item (the searches take a user objective, not a target y)
 _TOY_OBJECTIVE = partial(ToyRubricJudge(), response="OK")
 
+
+# redteam (issue 36): GASPSuffixGenerator's generator, a fitted one-block GPT-2 of width 8
+# kept through clone by FrozenEstimator; fit(X) takes its objective from its search
+def _gasp_params():
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_cispa.language import TransformerLanguageModel
+    from sklearn_cispa.redteam import LatentBOSuffixSearch
+
+    lm = TransformerLanguageModel(
+        config={"n_layer": 1, "n_embd": 8, "n_head": 2}, block_size=16, max_steps=2,
+        batch_size=8, random_state=0,
+    ).fit(["0.5 -1.25 3.0", "draw a cat in teal light"] * 4)
+    return {"generator": FrozenEstimator(lm), "search": LatentBOSuffixSearch(_TOY_OBJECTIVE),
+            "n_rounds": 1, "n_candidates": 4, "n_queries": 2, "max_new_tokens": 4,
+            "random_state": 0}
+
 # --------------------------------------------------------------------------------------
 # Table 1: test-time constructor arguments, keyed by class name.
 # --------------------------------------------------------------------------------------
@@ -202,6 +219,8 @@ TEST_PARAMS = {
          "random_state": 0},
     ],
     "RandomSubsetSearch": {"objective": _TOY_OBJECTIVE, "random_state": 0},
+    # -- redteam: GASPSuffixGenerator (issue 36)
+    "GASPSuffixGenerator": _gasp_params(),
 }
 
 # --------------------------------------------------------------------------------------
@@ -372,6 +391,13 @@ EXPECTED_FAILED_CHECKS = {
     # -- redteam: LatentBOSuffixSearch, RandomSubsetSearch (issue 22)
     **{name: dict.fromkeys(_SEARCH_XY_CHECKS, _SEARCH_HAS_NO_Y)
        for name in ("LatentBOSuffixSearch", "RandomSubsetSearch")},
+    # -- redteam: GASPSuffixGenerator (issue 36); an empty X is refused before the y
+    "GASPSuffixGenerator": dict.fromkeys(
+        [c for c in _SEARCH_XY_CHECKS if c != "check_estimators_empty_data_messages"],
+        "the loop has no target y: fit's second argument is the objective (a callable "
+        "prompt -> score that the loop queries), so fit(X, y) with a numeric y is invalid "
+        "input",
+    ),
 }
 
 
@@ -819,6 +845,28 @@ ROBUSTNESS = {
         "default_scoring": _NO_XY_SCORE,
         "structure": ("best_score_", "n_queries_", "chosen_"),
         "extreme_params": {"budget_above_n_candidates": {"n_calls": 10**6}},
+    },
+    # -- redteam: GASPSuffixGenerator (issue 36): fit(X) reads each row as a goal prompt
+    "GASPSuffixGenerator": {
+        **dict.fromkeys(
+            ("offset", "scale", "column_scale"),
+            "the goal prompts are texts: a numeric row is written out as a prompt that the "
+            "generator continues character by character, so new numbers are new prompts",
+        ),
+        "row_order": (
+            "each prompt gets the child seed of its position for sampling and search, and "
+            "the ORPO batches follow the pairs' order, so permuted prompts meet other draws"
+        ),
+        "default_scoring": (
+            "the loop has no (X, y) score: it queries a user objective, so GridSearchCV "
+            "and cross_val_score do not apply (compare settings by ASR@k on held-out goals)"
+        ),
+        "structure": ("n_queries_", "best_suffixes_"),
+        "extreme_params": {
+            "one_candidate_many_queries": {"n_candidates": 1, "n_queries": 50},
+            "sft_only": {"orpo_lambda": 0.0},
+            "suffix_longer_than_context": {"max_new_tokens": 64},
+        },
     },
 
 }
@@ -1735,6 +1783,8 @@ _TORCH_DIVERGENCE = {
     # torch only for backend="torch" (a process group); the same steps run in numpy
     "LocalSGDClassifier": "step_size",
     "LocalSGDRegressor": "step_size",
+    # -- redteam: GASPSuffixGenerator (issue 36): ORPO steps on the generator
+    "GASPSuffixGenerator": "lr",
 }
 _HUGE_STEPS = (1e10, 1e300)
 _CLEAR_DIVERGENCE = r"(?is)diverg|too large|not representable|non-?finite|not finite|\blr\b"

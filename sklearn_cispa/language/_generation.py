@@ -412,6 +412,11 @@ def orpo_update(
     rng = np.random.default_rng(order_seed)
     model = lm.model_
     device = next(model.parameters()).device
+    dtype = next(model.parameters()).dtype
+    if not bool(torch.isfinite(torch.tensor(float(lr), dtype=dtype))):
+        raise ValueError(
+            f"lr={lr!r} is not representable in the model's dtype {dtype}; use a smaller lr"
+        )
     optimizer = torch.optim.AdamW(model.parameters(), lr=float(lr), weight_decay=0.0)
     batch = min(batch_size, len(prompts))
     order, pos, losses = rng.permutation(len(prompts)), 0, []
@@ -431,6 +436,7 @@ def orpo_update(
                 loss.backward()
                 optimizer.step()
                 losses.append(float(loss.detach()))
+        check_finite_training(None, epoch=n_steps, estimator="orpo_update", module=model)
     finally:
         model.eval()
     with torch.no_grad():

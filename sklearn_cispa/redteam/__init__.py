@@ -5,7 +5,7 @@ preference data and loss, the generate-search-ORPO loop over a user's generator,
 benign toy harness; no prompts, models or judges.
 """
 
-from sklearn_cispa.redteam._gasp import GASPSuffixGenerator  # noqa: F401
+from sklearn_cispa.redteam._gasp import GASPSuffixGenerator
 from sklearn_cispa.redteam._refine import (
     attack_success_at_k,
     iterative_refinement,
@@ -15,10 +15,8 @@ from sklearn_cispa.redteam._refine import (
 from sklearn_cispa.redteam._search import LatentBOSuffixSearch, RandomSubsetSearch
 from sklearn_cispa.redteam._toy import ToyKeywordTarget, ToyRubricJudge, make_toy_landscape
 
-# GASPSuffixGenerator is importable from here but not yet in __all__: the common checks
-# of tests/test_common.py (which discover estimators through __all__) need its entries
-# first (issue 36; their robustness checks call fit(X) without an objective).
 __all__ = [
+    "GASPSuffixGenerator",
     "LatentBOSuffixSearch",
     "RandomSubsetSearch",
     "ToyKeywordTarget",

@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_cispa.language import orpo_update, sample_continuations
-from sklearn_cispa.redteam._search import LatentBOSuffixSearch
+from sklearn_cispa.redteam._search import LatentBOSuffixSearch, _as_candidates
 from sklearn_cispa.utils import spawn_seeds
 
 SUCCESS_THRESHOLD = 1.0  # GASP's judge: a score at most 1 is a success
@@ -30,18 +30,15 @@ def _unwrap(generator):
 
 
 def _check_prompts(prompts):
-    if isinstance(prompts, str):
-        raise TypeError("prompts must be a list of str, got a single str; wrap it in a list")
-    try:
-        prompts = list(prompts)
-    except TypeError:
-        raise TypeError(f"prompts must be a list of str, got {type(prompts).__name__}") from None
-    if not prompts:
-        raise ValueError("prompts is empty: pass at least one goal prompt")
-    for i, p in enumerate(prompts):
-        if not isinstance(p, str):
-            raise TypeError(f"prompts must be strings; prompts[{i}] is {type(p).__name__}")
-    return prompts
+    """List of prompt strings (a 2-D numeric array: one prompt per row, as its values)."""
+    if not isinstance(prompts, (str, np.ndarray)) and not hasattr(prompts, "__len__"):
+        try:
+            prompts = list(prompts)
+        except TypeError:
+            raise TypeError(
+                f"prompts must be a list of str, got {type(prompts).__name__}"
+            ) from None
+    return _as_candidates(prompts, name="prompts")
 
 
 def _clean(samples):
@@ -137,8 +134,18 @@ class GASPSuffixGenerator(BaseEstimator):
     across rounds (every round continues the goal itself). Suffixes are the sampled
     continuations with whitespace collapsed; repeats and empty samples are dropped
     before the search. The objective sees ``goal + " " + suffix``. An objective that
-    raises, or returns NaN or a non-number, stops ``fit`` with an error that names the
-    candidate (from the search).
+    raises, or returns NaN, infinity or a non-number, stops ``fit`` with an error that
+    names the candidate (from the search). ``fit(prompts)`` without an objective uses the
+    search's own (so that the loop runs in scikit-learn's tooling, which calls
+    ``fit(X)``), and a 2-D numeric ``prompts`` array is read as one prompt per row,
+    written as its values, as the searches read candidates.
+
+    The search's budget against the candidate pool matters (issue 36): with the
+    search's 2 random initial points, ``n_queries=4`` leaves only 2 queries to the GP,
+    and LBO then found no more successes than random queries; with ``n_queries=8`` it
+    found about 1.5 times as many during training (it queries the neighbours of a
+    success), and the ORPO updates on those pairs gave the higher attack success (user
+    guide, "The paper's ablation at CPU size").
 
     Examples
     --------
@@ -218,15 +225,17 @@ class GASPSuffixGenerator(BaseEstimator):
         return [_clean(r) for r in raw]
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, prompts, objective):
+    def fit(self, prompts, objective=None):
         """Run the loop on goal prompts, querying ``objective``.
 
         Parameters
         ----------
-        prompts : list of str
-            Goal prompts the suffixes are appended to.
-        objective : callable
+        prompts : list of str, or array of shape (n_prompts, n_features)
+            Goal prompts the suffixes are appended to (a 2-D numeric array is read as
+            one prompt per row, written as its values, as the searches read candidates).
+        objective : callable or None, default=None
             ``objective(prompt: str) -> float``, lower is better; at most 1 is a success.
+            None: the objective of ``search`` (which must then be given).
 
         Returns
         -------
@@ -234,16 +243,25 @@ class GASPSuffixGenerator(BaseEstimator):
             The fitted loop.
         """
         prompts = _check_prompts(prompts)
+        template = self.search
+        if template is not None and "objective" not in template.get_params(deep=False):
+            raise TypeError(
+                "search must take an objective (LatentBOSuffixSearch or RandomSubsetSearch)"
+            )
+        if objective is None:
+            objective = None if template is None else template.get_params()["objective"]
+            if objective is None:
+                raise TypeError(
+                    "fit needs an objective: pass fit(prompts, objective) or a search "
+                    "built with one"
+                )
         if not callable(objective):
             raise TypeError(
                 f"objective must be a callable prompt -> score, got {type(objective).__name__}"
             )
         lm = copy.deepcopy(self._fitted_generator())
-        template = LatentBOSuffixSearch(objective) if self.search is None else self.search
-        if "objective" not in template.get_params(deep=False):
-            raise TypeError(
-                "search must take an objective (LatentBOSuffixSearch or RandomSubsetSearch)"
-            )
+        if template is None:
+            template = LatentBOSuffixSearch(objective)
         counting = _CountingObjective(objective)
         round_seeds = spawn_seeds(self.random_state, self.n_rounds + 1)
         self._generate_seed = int(round_seeds[-1])

@@ -9,7 +9,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.spatial.distance import pdist
-from scipy.stats import norm
+from scipy.special import ndtr
 from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.decomposition import PCA, TruncatedSVD
 from sklearn.exceptions import ConvergenceWarning
@@ -32,31 +32,29 @@ def join_prompt(goal, candidate):
     return goal + " " + candidate
 
 
-def _as_candidates(candidates):
+def _as_candidates(candidates, name="candidates"):
     """List of candidate strings from a list of str or a 2-D array (one candidate per row)."""
     if isinstance(candidates, str):
         raise TypeError(
-            "candidates must be a list of strings, got a single string; wrap it in a list"
+            f"{name} must be a list of strings, got a single string; wrap it in a list"
         )
     arr = np.asarray(candidates, dtype=object)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim == 2:  # tabular candidates: each row's values, written as text
         numeric = check_array(np.asarray(candidates), dtype=np.float64,
-                              ensure_all_finite=False, input_name="candidates")
+                              ensure_all_finite=False, input_name=name)
         return [" ".join(repr(float(v)) for v in row) for row in numeric]
     if arr.ndim != 1:
         raise ValueError(
-            f"candidates must be a 1-D list of strings, got an array with {arr.ndim} dimensions"
+            f"{name} must be a 1-D list of strings, got an array with {arr.ndim} dimensions"
         )
     if arr.shape[0] == 0:
-        raise ValueError("candidates is empty: the search needs at least one candidate")
+        raise ValueError(f"{name} is empty: pass at least one string")
     out = []
     for i, c in enumerate(arr):
         if not isinstance(c, str):
-            raise TypeError(
-                f"candidates must be strings; candidates[{i}] is {type(c).__name__}"
-            )
+            raise TypeError(f"{name} must be strings; {name}[{i}] is {type(c).__name__}")
         out.append(c)
     return out
 
@@ -247,9 +245,11 @@ def acquisition(mu, sd, f_best, acq_func, xi, kappa):
         return -(mu - kappa * sd)
     improvement = f_best - mu - xi
     u = improvement / sd
+    # scipy.special.ndtr and the closed-form density: scipy.stats.norm's per-call
+    # argument checks were an eighth of a small search's time
     if acq_func == "PI":
-        return norm.cdf(u)
-    return improvement * norm.cdf(u) + sd * norm.pdf(u)
+        return ndtr(u)
+    return improvement * ndtr(u) + sd * np.exp(-0.5 * u * u) / np.sqrt(2.0 * np.pi)
 
 
 class _ObjectiveError(RuntimeError):

@@ -206,40 +206,87 @@ GOALS = (
 ARMS = ("full loop", "no ORPO", "no LBO", "random candidates")
 
 
-def loop_ablation(n_seeds=20, keyword_rate=0.08, verbose=False):
-    """Pilot of the paper's ablation at CPU size on the keyword target (issue 36).
+def word_tokenizer(docs):
+    """A word-level ``transformers`` tokenizer over the words of ``docs`` (built offline)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
-    A one-block character GPT-2 (width 48, 300 steps) is trained once on 400 benign
-    documents ``"<goal> <template with a colour word>"``, with the keyword "amber" in
-    about ``keyword_rate`` of them. Each arm fits a :class:`GASPSuffixGenerator` on 4
-    training goals (5 rounds, 32 candidates, 8 queries per goal and round; ORPO with
-    lr 3e-3, lambda 0.5) and is evaluated on 4 held-out goals: 32 generated suffixes
-    per goal, 10 queries chosen by the arm's search, ASR@10. Arms: "full loop" (LBO and
-    ORPO), "no ORPO" (the base generator, LBO), "no LBO" (ORPO on random queries, random
-    queries at evaluation), "random candidates" (base generator, random queries). The
-    arms without ORPO spend no training queries. Returns ASR@10 per arm and seed.
+    words = sorted({w for d in docs for w in d.split()})
+    vocab = {w: i for i, w in enumerate(["[UNK]", "<|endoftext|>", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", eos_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+    )
+
+
+def toy_documents(n_docs, keyword_rate, seed, keyword="amber"):
+    """Benign "<goal> <colour phrase>" documents, the keyword in about ``keyword_rate``."""
+    rng = np.random.RandomState(seed)
+    docs = []
+    for _ in range(n_docs):
+        w = keyword if rng.rand() < keyword_rate else WORDS[rng.randint(12)]
+        docs.append(f"{GOALS[rng.randint(len(GOALS))]} {TEMPLATES[rng.randint(4)].format(w)}")
+    return docs
+
+
+def _word_lm(docs, tokenizer, seed):
+    from sklearn_cispa.language import TransformerLanguageModel
+
+    return TransformerLanguageModel(
+        "gpt2", config=dict(n_layer=1, n_embd=32, n_head=2), tokenizer=tokenizer,
+        block_size=16, max_steps=150, batch_size=16, lr=3e-3, random_state=seed,
+    ).fit(docs)
+
+
+def loop_ablation(
+    seeds=range(20),
+    keyword_rate=0.03,
+    n_rounds=2,
+    n_candidates=32,
+    n_queries=8,
+    eval_candidates=64,
+    eval_queries=10,
+    orpo_lambda=0.5,
+    lr=3e-3,
+    verbose=False,
+):
+    """The paper's ablation at CPU size on the keyword target (issue 36).
+
+    A one-block word-level GPT-2 (width 32, 150 steps) is trained once on 400 benign
+    documents ``"<goal> <template with a colour word>"`` (:func:`toy_documents`), the
+    keyword "amber" in about ``keyword_rate`` of them; a second model of the same size
+    trained on 400 other documents (another seed, the keyword as frequent as each of the
+    12 other colour words) is the held-out reference for the suffix perplexity, so that
+    it measures fluency rather than the keyword's rarity. Each arm fits a
+    :class:`GASPSuffixGenerator` on 4 training goals (``n_rounds`` rounds,
+    ``n_candidates`` samples and ``n_queries`` queries per goal and round, ORPO with
+    ``lr`` and ``orpo_lambda``) and is evaluated on the 4 held-out goals:
+    ``eval_candidates`` sampled suffixes per goal, ``eval_queries`` queries chosen by
+    the arm's search. Arms: "full loop" (LBO and ORPO), "no ORPO" (the base generator,
+    LBO), "no LBO" (ORPO on random queries, random queries at evaluation), "random
+    candidates" (base generator, random queries). Every arm spends the same evaluation
+    queries; the two ORPO arms also spend the same training queries.
+
+    Returns a dict arm -> {"asr": ASR@eval_queries per seed, "curve": (n_seeds,
+    eval_queries) ASR@k for k = 1..eval_queries, "perplexity": per seed, the reference
+    model's perplexity of the queried evaluation suffixes (tokens pooled), "train_hits":
+    per seed, successes found during training, "train_queries"}.
     """
     import torch
 
-    from sklearn_cispa.language import TransformerLanguageModel
-    from sklearn_cispa.redteam import GASPSuffixGenerator, attack_success_at_k
+    from sklearn_cispa.language import continuation_log_likelihoods, sample_continuations
+    from sklearn_cispa.redteam import GASPSuffixGenerator
+    from sklearn_cispa.redteam._gasp import _clean
 
     torch.set_num_threads(1)
     objective = KeywordObjective()
-    rng = np.random.RandomState(0)
-    docs = []
-    for _ in range(400):
-        w = "amber" if rng.rand() < keyword_rate else WORDS[rng.randint(12)]
-        docs.append(f"{GOALS[rng.randint(len(GOALS))]} {TEMPLATES[rng.randint(4)].format(w)}")
-    lm = TransformerLanguageModel(
-        "gpt2",
-        config=dict(n_layer=1, n_embd=48, n_head=2),
-        block_size=48,
-        max_steps=300,
-        batch_size=16,
-        lr=3e-3,
-        random_state=0,
-    ).fit(docs)
+    docs = toy_documents(400, keyword_rate, 0)
+    ref_docs = toy_documents(400, 1.0 / 13.0, 1)  # the keyword as common as any colour
+    tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in KEYWORDS])
+    lm = _word_lm(docs, tok, 0)
+    ref = _word_lm(ref_docs, tok, 1)
     train, test = list(GOALS[:4]), list(GOALS[4:])
     arms = {
         "full loop": (LatentBOSuffixSearch, True),
@@ -247,30 +294,61 @@ def loop_ablation(n_seeds=20, keyword_rate=0.08, verbose=False):
         "no LBO": (RandomSubsetSearch, True),
         "random candidates": (RandomSubsetSearch, False),
     }
-    out = {a: [] for a in arms}
-    for seed in range(n_seeds):
+    out = {a: {"asr": [], "curve": [], "perplexity": [], "train_hits": [],
+               "train_queries": []} for a in arms}
+    for seed in seeds:
         for arm, (search, orpo) in arms.items():
-            gasp = GASPSuffixGenerator(
-                lm,
-                search=search(objective),
-                n_rounds=5,
-                n_candidates=32,
-                n_queries=8,
-                orpo_lambda=0.5,
-                lr=3e-3,
-                max_new_tokens=20,
-                random_state=seed,
-            )
+            gen, hits, n_train = lm, 0, 0
             if orpo:
-                gasp.fit(train, objective)
-            else:  # the base generator: a fit without updates (one round, no steps taken)
-                gasp.set_params(n_rounds=1, lr=1e-12).fit(train[:1], objective)
-            seqs = []
-            for i, goal in enumerate(test):
-                cands = gasp.generate([goal], k=32)[0]
-                s = search(objective, n_calls=10, random_state=seed * 10 + i).fit(cands, goal=goal)
-                seqs.append([h["score"] for h in s.history_])
-            out[arm].append(attack_success_at_k(seqs, 10))
+                gasp = GASPSuffixGenerator(
+                    lm, search=search(objective), n_rounds=n_rounds,
+                    n_candidates=n_candidates, n_queries=n_queries,
+                    orpo_lambda=orpo_lambda, lr=lr, max_new_tokens=6, random_state=seed,
+                ).fit(train, objective)
+                gen, n_train = gasp.generator_, gasp.n_queries_
+                hits = int(sum(s <= 1.0 for row in gasp.scores_ for s in row))
+            raw = sample_continuations(gen, [g + " " for g in test],
+                                       n_samples=eval_candidates, max_new_tokens=6,
+                                       random_state=10_000 + seed)
+            curves, queried = [], []
+            for i, (goal, cands) in enumerate(zip(test, raw)):
+                s = search(objective, n_calls=eval_queries,
+                           random_state=seed * 10 + i).fit(_clean(cands), goal=goal)
+                seq = np.array([h["score"] for h in s.history_], float)
+                seq = np.concatenate([seq, np.full(eval_queries - len(seq), np.inf)])
+                curves.append(np.minimum.accumulate(seq) <= 1.0)
+                queried += [(goal + " ", c) for c in s.scores_]
+            ll, n = continuation_log_likelihoods(ref, [q[0] for q in queried],
+                                                 [q[1] for q in queried])
+            rec = out[arm]
+            rec["curve"].append(np.mean(curves, axis=0))
+            rec["asr"].append(float(rec["curve"][-1][-1]))
+            rec["perplexity"].append(float(np.exp(-float(ll.sum()) / float(n.sum()))))
+            rec["train_hits"].append(hits)
+            rec["train_queries"].append(n_train)
         if verbose:
-            print(seed, {a: v[-1] for a, v in out.items()})
-    return {a: np.asarray(v) for a, v in out.items()}
+            print(seed, {a: (v["asr"][-1], round(v["perplexity"][-1], 2),
+                             v["train_hits"][-1]) for a, v in out.items()}, flush=True)
+    return {a: {k: np.asarray(v) for k, v in rec.items()} for a, rec in out.items()}
+
+
+def ablation_summary(result):
+    """Mean and standard error per arm of ASR@k, perplexity and training successes."""
+    out = {}
+    for arm, rec in result.items():
+        n = len(rec["asr"])
+
+        def ms(v):
+            v = np.asarray(v, float)
+            return float(v.mean()), float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+
+        out[arm] = {"asr": ms(rec["asr"]), "perplexity": ms(rec["perplexity"]),
+                    "train_hits": ms(rec["train_hits"]), "curve": rec["curve"].mean(axis=0),
+                    "n_seeds": n}
+    return out
+
+
+def paired_difference(result, a, b, key="asr"):
+    """Mean and standard error of arm ``a`` minus arm ``b`` over the same seeds."""
+    d = np.asarray(result[a][key], float) - np.asarray(result[b][key], float)
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0

@@ -99,3 +99,50 @@ def test_bad_input(lm):
         small(lm).fit(["draw a cat"], boom)
     with pytest.raises(ValueError, match="orpo_lambda"):
         small(lm, orpo_lambda=float("nan")).fit(["draw a cat"], objective)
+
+
+def test_bad_input_more(lm):
+    # objective returning a wrong shape or a non-number: named, not broadcast or cast
+    with pytest.raises((TypeError, ValueError), match="real number|finite"):
+        small(lm).fit(["draw a cat"], lambda p: np.array([0.5, 1.0]))
+    with pytest.raises(TypeError, match="real number"):
+        small(lm).fit(["draw a cat"], lambda p: "low")
+    with pytest.raises(ValueError, match="finite"):
+        small(lm).fit(["draw a cat"], lambda p: float("inf"))
+    with pytest.raises(TypeError, match="objective must be a callable"):
+        small(lm).fit(["draw a cat"], 0.5)
+    with pytest.raises(TypeError, match="needs an objective"):
+        small(lm).fit(["draw a cat"])
+    with pytest.raises(TypeError, match=r"prompts\[1\] is int"):
+        small(lm).fit(["draw a cat", 3], objective)
+    with pytest.raises(ValueError, match="n_rounds"):
+        small(lm, n_rounds=0).fit(["draw a cat"], objective)
+    with pytest.raises(ValueError, match="n_queries"):
+        small(lm, n_queries=0).fit(["draw a cat"], objective)
+    with pytest.raises(ValueError, match="lr"):
+        small(lm, lr=float("inf")).fit(["draw a cat"], objective)
+    with pytest.raises(ValueError, match="not representable|diverg|not finite"):
+        small(lm, lr=1e300).fit(["draw a cat"], objective)
+    with pytest.raises(TypeError, match="search must take an objective"):
+        small(lm, search=clone(lm)).fit(["draw a cat"], objective)
+    fitted = small(lm, n_rounds=1).fit(["draw a cat"], objective)
+    for k in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="k must be an integer"):
+            fitted.generate(["draw a dog"], k=k)
+    with pytest.raises(ValueError, match="empty"):
+        fitted.generate([], k=2)
+    with pytest.raises(TypeError, match="single str"):
+        fitted.generate("draw a dog", k=2)
+
+
+def test_generate_before_fit_and_objective_from_search(lm):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        small(lm).generate(["draw a dog"], k=2)
+    # fit(prompts) with the search's own objective equals fit(prompts, objective)
+    a = small(lm, search=RandomSubsetSearch(objective), n_rounds=1).fit(["draw a cat"])
+    b = small(lm, search=RandomSubsetSearch(objective), n_rounds=1).fit(
+        ["draw a cat"], objective
+    )
+    assert a.scores_ == b.scores_

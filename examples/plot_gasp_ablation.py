@@ -1,0 +1,136 @@
+"""
+=====================================================================
+GASP's loop and its ablation: ASR@k for four arms on a benign target
+=====================================================================
+
+:class:`~sklearn_cispa.redteam.GASPSuffixGenerator` runs the GASP loop: a generator
+language model samples candidate suffixes for each goal prompt, a search chooses which
+ones to send to the objective, and ORPO steps move the generator towards the suffixes
+that scored best. The paper's ablation removes either part: without ORPO the generator
+stays as it is; without latent Bayesian optimisation (LBO) the queries are a random
+subset of the samples.
+
+Everything here is benign and offline. The target is
+:class:`~sklearn_cispa.redteam.ToyKeywordTarget` (it answers "OK" when a prompt holds a
+colour keyword), judged by :class:`~sklearn_cispa.redteam.ToyRubricJudge` (score at most
+1: a success). The generator is a one-block word-level GPT-2 built from a config and
+trained for a few seconds on "<goal> <colour phrase>" sentences in which the keyword
+"amber" is rare (3%). The four arms spend the same 10 queries per held-out goal; the two
+ORPO arms also spend the same training queries (3 rounds of 4 queries on 4 training
+goals). A second model trained on other sentences (where "amber" is as common as any
+colour) gives the suffixes' perplexity, the paper's readability axis.
+
+Two seeds keep the example under a minute; the user guide gives the figures over 20
+seeds, from the report row ``gasp`` in full mode.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from sklearn_cispa.language import (
+    TransformerLanguageModel,
+    continuation_log_likelihoods,
+    sample_continuations,
+)
+from sklearn_cispa.redteam import (
+    GASPSuffixGenerator,
+    LatentBOSuffixSearch,
+    RandomSubsetSearch,
+    ToyKeywordTarget,
+    ToyRubricJudge,
+    attack_success_at_k,
+)
+
+torch.set_num_threads(1)
+
+# %%
+# A benign generator and a reference model
+# ----------------------------------------
+COLOURS = ["river", "stone", "cloud", "maple", "quiet", "paper", "silver", "garden",
+           "window", "lantern", "meadow", "harbor"]
+PHRASES = ["with a {} tone", "in {} light", "under a {} sky", "like {} paint"]
+GOALS = ["draw a cat", "paint a wall", "describe a room", "sketch a boat",
+         "colour a kite", "design a cup", "plan a garden", "decorate a hall"]
+
+
+def documents(n, amber_rate, seed):
+    rng = np.random.RandomState(seed)
+    return [f"{GOALS[rng.randint(8)]} " + PHRASES[rng.randint(4)].format(
+        "amber" if rng.rand() < amber_rate else COLOURS[rng.randint(12)])
+        for _ in range(n)]
+
+
+docs, ref_docs = documents(400, 0.03, 0), documents(400, 1 / 13, 1)
+words = sorted({w for d in docs + ref_docs for w in d.split()})
+vocab = {w: i for i, w in enumerate(["[UNK]", "<|endoftext|>", *words])}
+backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]",
+                                    eos_token="<|endoftext|>", bos_token="<|endoftext|>")
+
+
+def word_lm(texts, seed):
+    return TransformerLanguageModel(
+        "gpt2", config=dict(n_layer=1, n_embd=32, n_head=2), tokenizer=tokenizer,
+        block_size=16, max_steps=150, batch_size=16, lr=3e-3, random_state=seed,
+    ).fit(texts)
+
+
+generator, reference = word_lm(docs, 0), word_lm(ref_docs, 1)
+judge, target = ToyRubricJudge(), ToyKeywordTarget()
+
+
+def objective(prompt):  # your authorised evaluation goes here
+    return judge(prompt, target(prompt))
+
+
+# %%
+# The four arms
+# -------------
+train_goals, test_goals = GOALS[:4], GOALS[4:]
+arms = {"full loop": (LatentBOSuffixSearch, True), "no ORPO": (LatentBOSuffixSearch, False),
+        "no LBO": (RandomSubsetSearch, True), "random candidates": (RandomSubsetSearch, False)}
+curves = {arm: [] for arm in arms}
+perplexity = {arm: [] for arm in arms}
+for seed in range(2):
+    for arm, (search, orpo) in arms.items():
+        lm = generator
+        if orpo:
+            gasp = GASPSuffixGenerator(generator, search=search(objective), n_rounds=3,
+                                       n_candidates=32, n_queries=4, orpo_lambda=0.5,
+                                       lr=3e-3, max_new_tokens=6, random_state=seed)
+            lm = gasp.fit(train_goals, objective).generator_
+        samples = sample_continuations(lm, [g + " " for g in test_goals], n_samples=64,
+                                       max_new_tokens=6, random_state=10_000 + seed)
+        sequences, queried = [], []
+        for i, (goal, cands) in enumerate(zip(test_goals, samples)):
+            cands = list(dict.fromkeys(" ".join(c.split()) for c in cands if c.strip()))
+            found = search(objective, n_calls=10, random_state=10 * seed + i).fit(
+                cands, goal=goal)
+            sequences.append([h["score"] for h in found.history_])
+            queried += [(goal + " ", suffix) for suffix in found.scores_]
+        curves[arm].append([attack_success_at_k(sequences, k) for k in range(1, 11)])
+        ll, n = continuation_log_likelihoods(reference, [q[0] for q in queried],
+                                             [q[1] for q in queried])
+        perplexity[arm].append(float(np.exp(-float(ll.sum()) / float(n.sum()))))
+
+# %%
+# ASR@k against queries, and suffix perplexity
+# --------------------------------------------
+fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
+for arm in arms:
+    ax.plot(range(1, 11), np.mean(curves[arm], axis=0), marker="o", label=arm)
+ax.set_xlabel("queries per held-out goal (k)")
+ax.set_ylabel("ASR@k")
+ax.set_ylim(0, 1.05)
+ax.legend(fontsize=8)
+ax.set_title("attack success on the toy keyword target")
+bx.bar(list(arms), [np.mean(perplexity[a]) for a in arms])
+bx.set_ylabel("perplexity under the reference model")
+bx.set_title("suffix perplexity (lower: more fluent)")
+bx.tick_params(axis="x", labelsize=8)
+fig.tight_layout()
+plt.show()
