@@ -30,7 +30,6 @@ _BEING_REWRITTEN = {
     "causal_mixture.rst": "causal_mixture",
     "gasp.rst": "gasp",
     "graphon.rst": "graphon",
-    "local_sgd.rst": "local_sgd",
     "neurons.rst": "neurons",
 }
 # Pages whose examples need an optional extra.
