@@ -28,7 +28,6 @@ PAGES = sorted(GUIDE.glob("*.rst"))
 # converted must leave this list).
 _BEING_REWRITTEN = {
     "gasp.rst": "gasp",
-    "graphon.rst": "graphon",
     "neurons.rst": "neurons",
 }
 # Pages whose examples need an optional extra.
