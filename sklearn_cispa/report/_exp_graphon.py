@@ -60,43 +60,6 @@ def _graphon_masks(masks, seed):
     return out
 
 
-def _block_means(mask, n_rows, n_cols):
-    """Means of ``mask`` over an ``n_rows x n_cols`` grid of equal intervals (None: keep
-    every column)."""
-    n, m = mask.shape
-    rows = np.minimum(np.arange(n) * n_rows // n, n_rows - 1)
-    cols = np.arange(m) if n_cols is None else np.minimum(np.arange(m) * n_cols // m, n_cols - 1)
-    k = m if n_cols is None else n_cols
-    total, count = np.zeros((n_rows, k)), np.zeros((n_rows, k))
-    np.add.at(total, (rows[:, None], cols[None, :]), mask)
-    np.add.at(count, (rows[:, None], cols[None, :]), 1.0)
-    return total / count
-
-
-def _network_graphons(masks, n_blocks, output=0):
-    """Step graphons of every layer of a masked MLP, for ``graphon_ntk``: the input layer
-    (its columns the input coordinates, kept), the hidden layers and the row ``output``
-    of the output layer. Each hidden layer's neurons are ordered once, by in-degree
-    (descending, stable), and that order is used both for the rows of the matrix into
-    the layer and for the columns of the matrix out of it, so that adjacent graphons
-    agree on which neurons they describe."""
-    mats = [np.asarray(m, dtype=np.float64) for m in masks.values()]
-    perms = [np.argsort(-m.sum(axis=1), kind="stable") for m in mats[:-1]]
-    out = []
-    for i, m in enumerate(mats):
-        if i < len(perms):
-            m = m[perms[i]]
-        if i > 0:
-            m = m[:, perms[i - 1]]
-        if i == 0:
-            out.append(_block_means(m, n_blocks, None))
-        elif i == len(mats) - 1:
-            out.append(_block_means(m[output : output + 1], 1, n_blocks))
-        else:
-            out.append(_block_means(m, n_blocks, n_blocks))
-    return out
-
-
 def _spectral_seed(methods, sparsities, width, n_kernel, train_graphon_nets, X, y, seed):
     """Per method and sparsity: top-5 energy (raw, centred), trace of the NTK of the
     pruned network and of a network whose masks are drawn from its estimated graphons,
@@ -109,6 +72,7 @@ def _spectral_seed(methods, sparsities, width, n_kernel, train_graphon_nets, X, 
         empirical_ntk,
         graphon_ntk,
         make_graphon_mlp,
+        network_graphons,
         ntk_spectrum_stats,
         prune_at_init,
     )
@@ -138,7 +102,7 @@ def _spectral_seed(methods, sparsities, width, n_kernel, train_graphon_nets, X, 
             scale = np.sum(analytic * dense) / np.sum(dense * dense)
             # the Graphon NTK of every layer's graphon (the input layer's varies along the
             # pixels, so the kernel is no longer the dense one rescaled)
-            Ka = graphon_ntk(Xk, graphons=_network_graphons(masks, N_BLOCKS))
+            Ka = graphon_ntk(Xk, graphons=network_graphons(masks, N_BLOCKS))
             rows.append(
                 {
                     "method": method,
