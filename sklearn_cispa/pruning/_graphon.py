@@ -323,11 +323,15 @@ def network_graphons(masks, n_blocks=16, output=0):
     the histograms of two adjacent layers need not agree on which neurons a block holds
     (a neuron's in-degree and out-degree can rank it differently). The paper's Graphon
     NTK composes the layers' graphons through shared neuron positions, which this
-    function keeps. Measured on digits (the report's "graphon" row): the kernel of
-    these graphons has a top-5 energy within 0.02 of the dense kernel's for random,
-    SNIP and SynFlow masks alike, while the pruned networks' own empirical NTKs differ
-    from it by more than half in relative Frobenius norm: a graphon keeps connection
-    probabilities, not which weights a method kept.
+    function keeps. Measured (the report's "graphon" row, full mode: 512 standardised
+    digits, bias-free 64-256-256-256-10 networks, random, magnitude, SNIP, GraSP and
+    SynFlow masks at 80% and 90% sparsity, 5 seeds, K = 16, kernels on 256 digits): the
+    top-5 energy of the analytic kernel of these graphons is 0.412-0.440 across methods
+    against 0.439 for the dense kernel, and its Spearman correlation with the early
+    training loss is +0.55 (p = 3e-5), the opposite sign of the paper's claim; the
+    pruned networks' own empirical NTKs are 0.28-1.00 away from it in relative
+    Frobenius norm. A graphon keeps connection probabilities, not which weights a
+    method kept.
 
     Examples
     --------
