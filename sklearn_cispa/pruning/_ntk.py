@@ -713,11 +713,11 @@ def ntk_spectrum_stats(kernel, n_top=5, fit_range=None, center=False):
     (p = 0.03, the opposite sign), and for the analytic kernel of every layer's
     graphon (:func:`graphon_ntk` of :func:`network_graphons`) +0.55 (p = 3e-5). On
     standard torch MLPs with biases (64-128-128-128-10) an audit measured +0.79: random
-    masks had the highest top-5 energy (0.99-1.00) and trained slowest; centring removed the reversal and left no
-    signal. Treat the statistic as descriptive, not as a trainability predictor.
-    ``center=True`` removes the constant mode, ``empirical_ntk(exclude_bias=True)`` the
-    bias parameters. The paper's fit range for the decay exponent is not stated;
-    ``fit_range`` overrides the default.
+    masks had the highest top-5 energy (0.99-1.00) and trained slowest; centring removed
+    the reversal and left no signal. Treat the statistic as descriptive, not as a
+    trainability predictor. ``center=True`` removes the constant mode,
+    ``empirical_ntk(exclude_bias=True)`` the bias parameters. The paper's fit range for
+    the decay exponent is not stated; ``fit_range`` overrides the default.
 
     Examples
     --------
