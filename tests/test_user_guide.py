@@ -27,9 +27,6 @@ PAGES = sorted(GUIDE.glob("*.rst"))
 # Pages with Python blocks that are not yet ``>>>`` examples (strict: a page that is
 # converted must leave this list).
 _BEING_REWRITTEN = {
-    "causal_mixture.rst": "causal_mixture",
-    "graphon.rst": "graphon",
-    "local_sgd.rst": "local_sgd",
     "neurons.rst": "neurons",
 }
 # Pages whose examples need an optional extra.

@@ -1,6 +1,6 @@
 """Pruning at initialisation and the analysis of pruning masks."""
 
-from sklearn_cispa.pruning._graphon import GraphonEstimator, sas_histogram
+from sklearn_cispa.pruning._graphon import GraphonEstimator, network_graphons, sas_histogram
 from sklearn_cispa.pruning._ntk import (
     empirical_ntk,
     graphon_ntk,
@@ -14,6 +14,7 @@ __all__ = [
     "empirical_ntk",
     "graphon_ntk",
     "make_graphon_mlp",
+    "network_graphons",
     "ntk_spectrum_stats",
     "prune_at_init",
     "sas_histogram",

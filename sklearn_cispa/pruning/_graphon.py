@@ -5,12 +5,12 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from sklearn_cispa.utils import check_random_generator, spawn_seeds
 
-__all__ = ["GraphonEstimator", "sas_histogram"]
+__all__ = ["GraphonEstimator", "network_graphons", "sas_histogram"]
 
 _SORTS = ("degree", "rows", "none")
 _DISTANCES = ("rms", "euclidean", "cut")
@@ -222,6 +222,153 @@ def sas_histogram(mask, n_blocks=64, sort="degree"):
     if arr.ndim != 2:
         raise ValueError(f"mask must be 2-D (n_out, n_in), got shape {arr.shape}.")
     return _sas(arr, n_blocks, sort)
+
+
+def _block_means(mask, n_row_blocks, n_col_blocks):
+    """Mean of ``mask`` over a grid of equal intervals, in the given order (None: every
+    column is its own block)."""
+    n_out, n_in = mask.shape
+    rs = _block_starts(n_out, n_row_blocks)
+    sums = np.add.reduceat(mask, rs, axis=0, dtype=np.float64)
+    row_counts = np.diff(np.append(rs, n_out))[:, None]
+    if n_col_blocks is None:
+        return sums / row_counts
+    cs = _block_starts(n_in, n_col_blocks)
+    sums = np.add.reduceat(sums, cs, axis=1, dtype=np.float64)
+    return sums / (row_counts * np.diff(np.append(cs, n_in))[None, :])
+
+
+def _chain_masks(masks):
+    """The weight masks of an MLP, input layer first, as 2-D arrays that chain."""
+    if _is_module(masks):
+        masks = _module_masks(masks)
+    if isinstance(masks, dict):
+        names, mats = list(masks), list(masks.values())
+    elif isinstance(masks, list | tuple):
+        names, mats = [f"masks[{i}]" for i in range(len(masks))], list(masks)
+    else:
+        raise TypeError(
+            "masks must be the dict of prune_at_init (or a list of 2-D masks), input layer "
+            f"first; got {type(masks).__name__}."
+        )
+    if len(mats) < 2:
+        raise ValueError(
+            f"masks has {len(mats)} layer(s); a network needs an input and an output layer."
+        )
+    arrays = []
+    for name, m in zip(names, mats):
+        arr = _to_numpy(m, name)
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D mask (n_out, n_in), got shape {arr.shape}.")
+        arrays.append(arr)
+    for i in range(1, len(arrays)):
+        if arrays[i].shape[1] != arrays[i - 1].shape[0]:
+            raise ValueError(
+                f"{names[i]} has {arrays[i].shape[1]} columns but {names[i - 1]} has "
+                f"{arrays[i - 1].shape[0]} rows; the masks must chain, input layer first."
+            )
+    return arrays
+
+
+@validate_params(
+    {
+        "masks": [dict, list, tuple, HasMethods("named_buffers")],
+        "n_blocks": [Interval(numbers.Integral, 1, None, closed="left")],
+        "output": [Interval(numbers.Integral, 0, None, closed="left")],
+    },
+    prefer_skip_nested_validation=True,
+)
+def network_graphons(masks, n_blocks=16, output=0):
+    """Step graphons of every layer of a masked MLP, ready for :func:`graphon_ntk`.
+
+    Each hidden layer's neurons are ordered once, by in-degree (descending, ties in their
+    given order), and that one order labels both the rows of the mask into the layer and
+    the columns of the mask out of it, so adjacent graphons describe the same neurons.
+    The input layer's columns (the input coordinates) keep their order and are not
+    grouped; the output layer contributes its row ``output``.
+
+    Parameters
+    ----------
+    masks : dict, list of array-like, or torch.nn.Module
+        The weight masks of an MLP, input layer first: the dict of
+        :func:`prune_at_init`, a list of 2-D masks ``(n_out, n_in)`` that chain, or a
+        module pruned with ``torch.nn.utils.prune``.
+    n_blocks : int, default=16
+        Number K of equal intervals per hidden layer. Every hidden layer needs at least K
+        neurons.
+    output : int, default=0
+        The output unit (row of the last mask) whose kernel is wanted, as
+        ``empirical_ntk(..., output=output)``.
+
+    Returns
+    -------
+    graphons : list of ndarray
+        ``[(K, n_features), (K, K), ..., (K, K), (1, K)]``: one entry per mask, the
+        ``graphons`` argument of :func:`graphon_ntk`.
+
+    Raises
+    ------
+    ValueError
+        When fewer than two masks are given, their shapes do not chain, a hidden layer
+        has fewer than ``n_blocks`` neurons, or ``output`` is not a row of the last mask.
+
+    See Also
+    --------
+    graphon_ntk : The analytic kernel of these graphons.
+    sas_histogram : The graphon of one mask, rows and columns sorted independently.
+
+    Notes
+    -----
+    :func:`sas_histogram` sorts the rows and the columns of each mask independently, so
+    the histograms of two adjacent layers need not agree on which neurons a block holds
+    (a neuron's in-degree and out-degree can rank it differently). The paper's Graphon
+    NTK composes the layers' graphons through shared neuron positions, which this
+    function keeps. Measured (the report's "graphon" row, full mode: 512 standardised
+    digits, bias-free 64-256-256-256-10 networks, random, magnitude, SNIP, GraSP and
+    SynFlow masks at 80% and 90% sparsity, 5 seeds, K = 16, kernels on 256 digits): the
+    top-5 energy of the analytic kernel of these graphons is 0.412-0.440 across methods
+    against 0.439 for the dense kernel, and its Spearman correlation with the early
+    training loss is +0.55 (p = 3e-5), the opposite sign of the paper's claim; the
+    pruned networks' own empirical NTKs are 0.28-1.00 away from it in relative
+    Frobenius norm. A graphon keeps connection probabilities, not which weights a
+    method kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_cispa.pruning import graphon_ntk, network_graphons
+    >>> rng = np.random.default_rng(0)
+    >>> masks = [rng.random((8, 3)) < 0.5, rng.random((8, 8)) < 0.5, np.ones((1, 8))]
+    >>> [g.shape for g in network_graphons(masks, n_blocks=4)]
+    [(4, 3), (4, 4), (1, 4)]
+    >>> X = rng.normal(size=(5, 3))
+    >>> graphon_ntk(X, graphons=network_graphons(masks, n_blocks=4)).shape
+    (5, 5)
+    """
+    mats = _chain_masks(masks)
+    if not output < mats[-1].shape[0]:
+        raise ValueError(
+            f"output={output} is not a row of the last mask, which has {mats[-1].shape[0]} rows."
+        )
+    for i, m in enumerate(mats[:-1]):
+        if m.shape[0] < n_blocks:
+            raise ValueError(
+                f"hidden layer {i + 1} has {m.shape[0]} neurons, fewer than "
+                f"n_blocks={n_blocks} (lower n_blocks)."
+            )
+    orders = [np.argsort(-m.sum(axis=1, dtype=np.float64), kind="stable") for m in mats[:-1]]
+    out = []
+    for i, m in enumerate(mats):
+        rows = orders[i] if i < len(orders) else np.array([output])
+        cols = orders[i - 1] if i > 0 else np.arange(m.shape[1])
+        m = m[np.ix_(rows, cols)]
+        if i == 0:
+            out.append(_block_means(m, n_blocks, None))
+        elif i == len(mats) - 1:
+            out.append(_block_means(m, 1, n_blocks))
+        else:
+            out.append(_block_means(m, n_blocks, n_blocks))
+    return out
 
 
 class _ParameterAndMethod:

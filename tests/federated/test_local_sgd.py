@@ -125,11 +125,18 @@ def test_bias_table():
 
 
 # -- experiment 4: local beats minibatch at low tau zeta_star, loses at high ----------
-ETA_GRID = np.geomspace(1e-3, 1.0, 12)
+# The spec's grid (12 steps in [1e-3, 1]) stopped at minibatch SGD's best step (1.32 on
+# this problem is better still), which flattered local SGD (issue 34). This grid reaches
+# past the stability edge of every algorithm (minibatch diverges above about 2), and the
+# test checks that each algorithm's best step has a tried neighbour on both sides.
+ETA_GRID = np.geomspace(1e-3, 4.0, 16)
+ALGORITHMS = ("local", "minibatch", "accelerated_minibatch")
 
 
 def _best_excess(prob, X, y, g, algorithm, seeds, sigma=0.1, K=20, R=20):
-    best = np.inf
+    """Per-seed excess loss at the step of ETA_GRID with the least mean, and whether that
+    step is interior to the grid."""
+    table = []
     for eta in ETA_GRID:
         vals = []
         with warnings.catch_warnings():
@@ -141,34 +148,49 @@ def _best_excess(prob, X, y, g, algorithm, seeds, sigma=0.1, K=20, R=20):
                 ).fit(X, y, groups=g)
                 vals.append(_excess(prob, est.coef_) if np.isfinite(est.loss_curve_[-1])
                             else np.inf)
-        best = min(best, float(np.mean(vals)))
-    return best
+        table.append(vals)
+    means = [np.mean(v) for v in table]
+    best = int(np.argmin(means))
+    return np.array(table[best]), 0 < best < len(ETA_GRID) - 1
 
 
 @pytest.mark.slow
 def test_local_vs_minibatch_crossover():
-    """Local SGD wins at small tau * zeta_star and loses at large (paper's message).
+    """Local SGD wins at small tau * zeta_star and loses at large (paper's message), with
+    every algorithm tuned on a grid whose best point is inside it.
 
-    Measured here (mu = 0.1, sigma = 0.1, R = K = 20, best eta of 12 per algorithm, 3
-    seeds): local/minibatch = 0.30 at tau zeta* = 0 and 0.0097, 0.56 at 0.13, 1.6 at 0.39
-    and 3.9 at 0.9. The spec's setup (mu = 0.01) put the crossover near 0.04; with this
-    generator (``b ~ N(0, I)``, so ``||x*|| ~ 3``) minibatch SGD's 20 steps leave a larger
-    optimisation error at mu = 0.01 and local SGD won up to tau zeta* = 0.9 there
-    (ratios 0.03 to 0.48), so the test uses mu = 0.1, where the crossover is visible.
+    Measured here (mu = 0.1, sigma = 0.1, R = K = 20, best of 16 steps in [1e-3, 4] per
+    algorithm, 3 seeds; best steps local 0.083, minibatch 1.32, accelerated 0.76-1.32, all
+    interior): local/minibatch = 0.71 at tau zeta* = 0 and 0.72 at 0.0097, 5.1 at 0.39 and
+    15.1 at 0.9; local/accelerated minibatch 0.39, 0.40, 3.1 and 13.5. At low
+    heterogeneity local SGD had the lower excess loss on each of 10 seeds (paired ratios
+    0.50-0.90).
+
+    What changed under fair tuning: the spec's grid stopped at 1, below minibatch SGD's
+    best step, and gave local/minibatch 0.30 at low heterogeneity, where the old test
+    asserted < 0.7. Tuned fairly, local SGD's advantage there is smaller (0.71-0.72) but
+    it holds on every seed, which is what is asserted, with a margin (< 0.8, a
+    regression guard from the measurement above); the loss at high heterogeneity is
+    larger than the old test asked (> 1.2) and is asserted at > 3, against accelerated
+    minibatch SGD too (the min-max optimal baseline) at > 2.
     """
     seeds = range(3)
     ratios = {}
     for tau, target in ((0.0, 1.08), (0.009, 1.08), (0.09, 4.3), (0.09, 10.0)):
         X, y, g, prob = _problem(tau=tau, zeta=_zeta_for(target, tau))
         tz = round(tau * prob.heterogeneity()["zeta_star"], 4)
-        local = _best_excess(prob, X, y, g, "local", seeds)
-        mini = _best_excess(prob, X, y, g, "minibatch", seeds)
-        ratios[tz] = local / mini
-    for tz, ratio in ratios.items():
+        res = {a: _best_excess(prob, X, y, g, a, seeds) for a in ALGORITHMS}
+        assert all(interior for _, interior in res.values()), (tz, res)
+        local, mini, acc = (res[a][0] for a in ALGORITHMS)
+        ratios[tz] = (local.mean() / mini.mean(), local.mean() / acc.mean())
         if tz <= 0.01:
-            assert ratio < 0.7, ratios
+            assert np.all(local < mini), (tz, local, mini)
+            assert np.all(local < acc), (tz, local, acc)
+    for tz, (to_mini, to_acc) in ratios.items():
+        if tz <= 0.01:
+            assert to_mini < 0.8 and to_acc < 0.8, ratios
         else:
-            assert tz > 0.3 and ratio > 1.2, ratios
+            assert tz > 0.3 and to_mini > 3 and to_acc > 2, ratios
 
 
 # -- experiment 5: estimator behaviour ------------------------------------------------
