@@ -27,6 +27,7 @@ T_DOFS = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])  # Student-t degrees of free
 T_ITER = 25  # IRLS iterations of the Student-t single-mechanism fit
 SHASH_ITER = 200  # BFGS iterations of the sinh-arcsinh single-mechanism fit
 _LOG_2PI = np.log(2.0 * np.pi)
+EXP_FLOOR = -700.0  # log-responsibilities are floored here before exp (no underflow)
 
 
 def _n_params(k, n_features):
@@ -294,7 +295,7 @@ def _m_step(R, W, active, tri, var_floor):
     if none.any():
         masked = np.where(active, Nk, -np.inf)
         keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
-    if (keep != active).any():
+    if not keep.all():  # dropped components: no weight (the E-step leaves them 1e-304)
         S *= keep[:, :, None]
     active = keep
     Nk = np.where(active, Nk, 0.0)
@@ -334,6 +335,10 @@ def _e_step(theta, ZY):
     np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, :, None], logp, out=logp)
     mx = logp.max(axis=1)
     logp -= mx[:, None, :]
+    # exp is ten times slower where it underflows (below about -708; most entries of
+    # a component far from a row): floor at -700, whose exp (1e-304) adds nothing to a
+    # sum that is at least 1, and leaves a dropped component's weight negligible
+    np.maximum(logp, EXP_FLOOR, out=logp)
     R = np.exp(logp, out=logp)
     tot = R.sum(axis=1)
     R /= tot[:, None, :]
