@@ -96,31 +96,55 @@ def _student_t_fit(Z, y, var_floor):
     is kept. All nu run as one batch of weighted least squares. The fit has one free
     parameter more than the Gaussian k = 1 fit (nu).
     """
-    n = Z.shape[0]
+    return _student_t_fit_many(Z[None], y[None], var_floor)[0]
+
+
+def _student_t_fit_many(Z, y, var_floor):
+    """:func:`_student_t_fit` of many regressions of the same shape at once: ``Z`` is
+    ``(P, n, d)``, ``y`` ``(P, n)``; every regression's arithmetic is its own (stacked
+    products and solves), so each fit is the one it gets alone. Returns one fit per
+    regression."""
+    P, n, d = Z.shape
     m = len(T_DOFS)
-    B = np.repeat(_wls(Z, y, np.ones((n, 1))), m, axis=0)
-    res = y[:, None] - Z @ B.T
-    s2 = np.maximum(np.mean(res**2, axis=0), var_floor)
-    moments = _moments(Z, y)
+    ZZ = (Z[:, :, :, None] * Z[:, :, None, :]).reshape(P, n, d * d)
+    Zy = Z * y[:, :, None]
+    ridge_eye = np.eye(d)
+
+    def wls(w):  # weights (P, n, m) -> coefficients (P, m, d)
+        wt = w.transpose(0, 2, 1)
+        G = np.matmul(wt, ZZ).reshape(P, m, d, d)
+        b = np.matmul(wt, Zy)
+        scale = np.trace(G, axis1=2, axis2=3) / d
+        G = G + (1e-10 * scale + 1e-300)[:, :, None, None] * ridge_eye
+        return np.linalg.solve(G, b[..., None])[..., 0]
+
+    B = wls(np.ones((P, n, m)))
+    res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+    s2 = np.maximum(np.mean(res**2, axis=1), var_floor)
     for _ in range(T_ITER):
-        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2)
-        B = _wls(Z, y, w, moments)
-        res = y[:, None] - Z @ B.T
-        s2 = np.maximum(np.mean(w * res**2, axis=0), var_floor)
+        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2[:, None, :])
+        B = wls(w)
+        res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+        s2 = np.maximum(np.mean(w * res**2, axis=1), var_floor)
     nu = T_DOFS
     ll = (
         n * (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s2))
-        - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2)).sum(axis=0)
+        - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2[:, None, :])).sum(axis=1)
     )
-    best = int(np.argmax(ll))
-    return {
-        "ll": float(ll[best]),
-        "B": B[best : best + 1],
-        "s2": s2[best : best + 1],
-        "pi": np.ones(1),
-        "n_iter": T_ITER,
-        "nu": float(nu[best]),
-    }
+    out = []
+    for p in range(P):
+        best = int(np.argmax(ll[p]))
+        out.append(
+            {
+                "ll": float(ll[p, best]),
+                "B": B[p, best : best + 1],
+                "s2": s2[p, best : best + 1],
+                "pi": np.ones(1),
+                "n_iter": T_ITER,
+                "nu": float(nu[best]),
+            }
+        )
+    return out
 
 
 def _shash_nll(theta, Z, C, y, log_floor):
@@ -203,15 +227,18 @@ def _shash_fit(Z, y, var_floor, heteroscedastic=True):
     }
 
 
-def _single_mechanism_fit(Z, y, var_floor, heavy_tails):
+def _single_mechanism_fit(Z, y, var_floor, heavy_tails, t_fit=None):
     """The k = 1 fit: Gaussian OLS, or (``heavy_tails``) the better by BIC of it and the
-    Student-t fit (:func:`_student_t_fit`, one parameter more); with
-    ``heavy_tails="flexible"`` also the sinh-arcsinh heteroscedastic fit
-    (:func:`_shash_fit`, ``d + 1`` parameters more than the Gaussian fit)."""
+    Student-t fit (:func:`_student_t_fit`, one parameter more; ``t_fit`` if given, the
+    fit already made in a batch); with ``heavy_tails="flexible"`` also the sinh-arcsinh
+    heteroscedastic fit (:func:`_shash_fit`, ``d + 1`` parameters more than the
+    Gaussian fit)."""
     n, d = Z.shape
     fit = _finish(_ols_fit(Z, y, var_floor), n, d)
     if heavy_tails:
-        t_fit = _finish(_student_t_fit(Z, y, var_floor), n, d)
+        if t_fit is None:
+            t_fit = _student_t_fit(Z, y, var_floor)
+        t_fit = _finish(t_fit, n, d)
         t_fit["bic"] += np.log(n)  # nu
         if t_fit["bic"] < fit["bic"]:
             fit = t_fit
@@ -226,12 +253,18 @@ def _single_mechanism_fit(Z, y, var_floor, heavy_tails):
     return fit
 
 
-def _residual_partition(Z, y, k):
-    """Rows split into k blocks of equal size by the rank of their OLS residual."""
+def _residual_ranks(Z, y):
+    """Rank of every row's OLS residual (ties: row order)."""
     n = Z.shape[0]
     B = _wls(Z, y, np.ones((n, 1)))
-    ranks = np.argsort(np.argsort(y - Z @ B[0], kind="stable"), kind="stable")
-    return ranks * k // n
+    return np.argsort(np.argsort(y - Z @ B[0], kind="stable"), kind="stable")
+
+
+def _residual_partition(Z, y, k, ranks=None):
+    """Rows split into k blocks of equal size by the rank of their OLS residual
+    (``ranks``: :func:`_residual_ranks`, if already known)."""
+    ranks = _residual_ranks(Z, y) if ranks is None else ranks
+    return ranks * k // Z.shape[0]
 
 
 def _em_many(problems, max_iter, var_floor, accelerate=True):
@@ -345,6 +378,7 @@ def _e_step(theta, ZY):
     return R, (mx + np.log(tot)).sum(axis=1)
 
 
+SQUAREM_STEP_START = 1.0  # largest extrapolation step of a run's first cycle
 SQUAREM_STEP_FACTOR = 4.0  # growth of the largest extrapolation step after a full step
 
 
@@ -411,7 +445,7 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
     runs = np.arange(m)  # original index of every run still in the batch
     ll_old = np.full(m, -np.inf)
     results = [None] * m
-    step_max = np.ones(m)
+    step_max = np.full(m, SQUAREM_STEP_START)
     theta = _m_step(R, W, np.ones((m, K), dtype=bool), tri, var_floor)
     hist = []
     for n_iter in range(1, max_iter + 1):
@@ -488,8 +522,9 @@ def _starts(Z, y, ks, n_init, entropy):
     """
     n = Z.shape[0]
     starts, n_comp = [], []
+    ranks = _residual_ranks(Z, y)
     for k in ks:
-        starts.append(_residual_partition(Z, y, k))
+        starts.append(_residual_partition(Z, y, k, ranks))
         starts += [
             np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
         ]
@@ -526,10 +561,23 @@ def _fit_many(jobs, *, n_init, max_iter, var_floor, heavy_tails=False):
     """
     out = [{} for _ in jobs]
     groups = {}
+    t_fits = {}  # the Student-t single mechanisms, batched by design shape
+    if heavy_tails:
+        by_shape = {}
+        for j, (Z, _, ks, _) in enumerate(jobs):
+            if 1 in ks:
+                by_shape.setdefault(Z.shape, []).append(j)
+        for members in by_shape.values():
+            fits = _student_t_fit_many(
+                np.stack([jobs[j][0] for j in members]),
+                np.stack([jobs[j][1] for j in members]),
+                var_floor,
+            )
+            t_fits.update(zip(members, fits))
     for j, (Z, y, ks, entropy) in enumerate(jobs):
         n, d = Z.shape
         if 1 in ks:
-            out[j][1] = _single_mechanism_fit(Z, y, var_floor, heavy_tails)
+            out[j][1] = _single_mechanism_fit(Z, y, var_floor, heavy_tails, t_fits.get(j))
         em_ks = [k for k in ks if k > 1]
         if em_ks:
             starts, n_comp = _starts(Z, y, em_ks, n_init, entropy)
