@@ -303,10 +303,21 @@ def _em_many(problems, max_iter, var_floor, accelerate=True):
         for i, (_, _, part) in enumerate(members):
             R[i, part, rows] = 1.0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            res = _em_loop(W[tid], ZY[tid], R, max_iter, var_floor, (iu, ju), accelerate)
+            res = _em_loop(W[tid], ZY[tid], R, max_iter, var_floor, _sym_maps(d), accelerate)
         for (t, r, _), fit in zip(members, res):
             out[t][r] = fit
     return out
+
+
+def _sym_maps(d):
+    """For the upper-triangle moments ``z_i z_j`` (``i <= j``, in ``numpy.triu_indices``
+    order): the column of every entry of the ``d x d`` matrix, row-major, and the
+    columns of the diagonal."""
+    iu, ju = np.triu_indices(d)
+    col = np.empty((d, d), dtype=np.intp)
+    col[iu, ju] = np.arange(len(iu))
+    col[ju, iu] = np.arange(len(iu))
+    return col.ravel(), col[np.arange(d), np.arange(d)]
 
 
 def _m_step(R, W, active, tri, var_floor):
@@ -314,13 +325,14 @@ def _m_step(R, W, active, tri, var_floor):
 
     The weighted moments ``R @ W``, one run at a time (their first column is a
     component's weight: the intercept squared); components below the minimum prior are
-    dropped first. Returns ``(B, s2, pi, active)`` with shapes ``(m, k, d)``, ``(m, k)``,
-    ``(m, k)``, ``(m, k)``; dropped components have ``pi = 0`` and ``s2 = 1``.
+    dropped first. ``tri`` is :func:`_sym_maps` of the design's width. Returns
+    ``(B, s2, pi, active)`` with shapes ``(m, k, d)``, ``(m, k)``, ``(m, k)``,
+    ``(m, k)``; dropped components have ``pi = 0`` and ``s2 = 1``.
     """
     m, K, n = R.shape
-    iu, ju = tri
-    n_tri = len(iu)
-    d = W.shape[2] - n_tri - 1
+    full, diag = tri
+    d = len(diag)
+    n_tri = W.shape[2] - d - 1
     S = np.matmul(R, W)
     Nk = S[:, :, 0].copy()
     keep = active & (Nk / n >= MIN_PRIOR)
@@ -334,13 +346,13 @@ def _m_step(R, W, active, tri, var_floor):
     Nk = np.where(active, Nk, 0.0)
     pi = Nk / Nk.sum(axis=1, keepdims=True)
     S = S.reshape(m * K, -1)
-    G = np.empty((m * K, d, d))
-    G[:, iu, ju] = S[:, :n_tri]
-    G[:, ju, iu] = S[:, :n_tri]
-    scale = np.trace(G, axis1=1, axis2=2) / d
+    Gf = S[:, full]  # (m K, d d), symmetric
+    G = Gf.reshape(m * K, d, d)
+    scale = S[:, diag].sum(axis=1) / d
     b = S[:, n_tri : n_tri + d]
-    ridge = (1e-10 * scale + 1e-300)[:, None, None] * np.eye(d)
-    B = np.linalg.solve(G + ridge, b[:, :, None])[:, :, 0]
+    Gr = Gf.copy()
+    Gr[:, :: d + 1] += (1e-10 * scale + 1e-300)[:, None]  # the relative ridge
+    B = np.linalg.solve(Gr.reshape(m * K, d, d), b[:, :, None])[:, :, 0]
     rss = S[:, -1] - 2.0 * np.einsum("ij,ij->i", B, b) + np.einsum("ij,ijk,ik->i", B, G, B)
     act = active.ravel()
     s2 = np.where(act, np.maximum(rss / Nk.ravel(), var_floor), 1.0)
