@@ -468,33 +468,53 @@ class SharedChild:
 
 RATIO_NODES = [10, 20] if FULL else [5] if SMOKE else [6, 10]
 RATIO_SAMPLES = 1000 if FULL else 100 if SMOKE else 300
+RATIO_REPEATS = 3 if FULL else 1
+
+
+def _cpu_seconds_side_by_side(X, adj, params=None):
+    """CPU seconds of causal-learn's GES (the faster of two calls: the first also pays
+    causal-learn's imports) and of the discoverer (``params``, default: its defaults,
+    the smoke run's small settings under SMOKE) on the same data, one after the other
+    in this process, with both directed-edge F1s."""
+    from sklearn_cispa.causal import CausalMixtureDiscoverer
+    from sklearn_cispa.report import edge_f1, run_ges
+
+    ges_s, ges_adj = [], None
+    for _ in range(2):
+        t = time.process_time()
+        ges_adj = run_ges(X)
+        ges_s.append(time.process_time() - t)
+    if params is None:
+        params = CMM_PARAMS if SMOKE else {}
+    t = time.process_time()
+    est = CausalMixtureDiscoverer(random_state=SEED, **params).fit(X)
+    cmm_s = time.process_time() - t
+    return {
+        "cmm": cmm_s,
+        "ges": min(ges_s),
+        "f1_cmm": edge_f1(est.adjacency_, adj),
+        "f1_ges": edge_f1(ges_adj, adj),
+    }
 
 
 def _ratio_cache():
     """Issue 33: the discoverer with its defaults beside causal-learn's GES on the same
-    data (seed 0, n = 1000 in full runs), CPU seconds of each measured in one run (GES
-    the faster of two runs), and the directed-edge F1 of both. CPU time, not wall time:
-    both run in this process on one thread, and on a shared machine the wall time of a
-    long fit counts the other processes' load."""
-    from sklearn_cispa.causal import CausalMixtureDiscoverer
-    from sklearn_cispa.report import edge_f1, run_ges
-
+    data (seed 0, n = 1000 in full runs), CPU seconds of each measured in one run
+    (:func:`_cpu_seconds_side_by_side`), ``RATIO_REPEATS`` times (3 in full runs): the
+    median ratio and its range over the repeats, and the directed-edge F1 of both. CPU
+    time, not wall time: both run in this process on one thread, and on a shared
+    machine the wall time of a long fit counts the other processes' load."""
     out = {}
     for n_nodes in RATIO_NODES:
         X, adj, _, _ = _data(n_nodes, 0, n_samples=RATIO_SAMPLES)
-        ges_s, ges_adj = [], None
-        for _ in range(2):
-            t = time.process_time()
-            ges_adj = run_ges(X)
-            ges_s.append(time.process_time() - t)
-        params = CMM_PARAMS if SMOKE else {}
-        t = time.process_time()
-        est = CausalMixtureDiscoverer(random_state=SEED, **params).fit(X)
-        cmm_s = time.process_time() - t
+        runs = [_cpu_seconds_side_by_side(X, adj) for _ in range(RATIO_REPEATS)]
+        ratios = [r["cmm"] / r["ges"] for r in runs]
         out[n_nodes] = {
-            "ratio": cmm_s / min(ges_s),
-            "f1_cmm": edge_f1(est.adjacency_, adj),
-            "f1_ges": edge_f1(ges_adj, adj),
+            "ratio": float(np.median(ratios)),
+            "ratio_min": float(np.min(ratios)),
+            "ratio_max": float(np.max(ratios)),
+            "f1_cmm": runs[0]["f1_cmm"],
+            "f1_ges": runs[0]["f1_ges"],
         }
     return out
 
@@ -502,11 +522,12 @@ def _ratio_cache():
 class RatioToGES:
     """CPU time of the discoverer (defaults) over causal-learn's GES, and both F1s, in
     one run (goal of issue 33: <= 20 with F1 >= 0.8 at N = 10, the same ratio at N =
-    20). Measured 2026-12-03 with this protocol (seed 0, n = 1000, 2 loaded cores):
-    N = 10 103x (10.9 s against 0.11 s; F1 0.83, GES 0.58); N = 20 150x (328 s against
-    2.2 s; F1 0.56, GES 0.31): the goal is missed; 86% of the discoverer's time is the
-    EM of the local mixture fits. GES's first call in a process also pays causal-learn's
-    imports, hence the faster of two calls. Needs causal-learn."""
+    20): the median over 3 repeats (full runs) and its range. Measured 2026-12-03 with
+    one repeat (seed 0, n = 1000, 2 loaded cores): N = 10 103x (10.9 s against 0.11 s;
+    F1 0.83, GES 0.58); N = 20 150x (328 s against 2.2 s; F1 0.56, GES 0.31), 86% of
+    the discoverer's time in the EM of the local mixture fits. The EM now takes squared
+    extrapolation steps (SQUAREM) and skips exp's underflow path; the figures after
+    that are in the lead's note for issue 33. Needs causal-learn."""
 
     params = RATIO_NODES
     param_names = ["n_nodes"]
@@ -519,6 +540,12 @@ class RatioToGES:
     def track_ratio_cmm_over_ges(self, cache, n_nodes):
         return cache[n_nodes]["ratio"]
 
+    def track_ratio_min(self, cache, n_nodes):
+        return cache[n_nodes]["ratio_min"]
+
+    def track_ratio_max(self, cache, n_nodes):
+        return cache[n_nodes]["ratio_max"]
+
     def track_f1_cmm(self, cache, n_nodes):
         return cache[n_nodes]["f1_cmm"]
 
@@ -526,5 +553,102 @@ class RatioToGES:
         return cache[n_nodes]["f1_ges"]
 
     track_ratio_cmm_over_ges.unit = "ratio"
+    track_ratio_min.unit = "ratio"
+    track_ratio_max.unit = "ratio"
     track_f1_cmm.unit = "score"
     track_f1_ges.unit = "score"
+
+
+# the growth grids of issue 33: N at n = 1000, and n at N = 10 (full runs)
+GROWTH_NODES = [5, 10, 15, 20] if FULL else [4] if SMOKE else [4, 6, 8]
+GROWTH_NODES_SAMPLES = 1000 if FULL else 100 if SMOKE else 300
+GROWTH_SAMPLES = [500, 1000, 2000, 5000] if FULL else [100] if SMOKE else [200, 400, 800]
+GROWTH_SAMPLES_NODES = 10 if FULL else 4 if SMOKE else 6
+
+
+def _growth_cache():
+    """CPU seconds of the discoverer and of GES, side by side in one run, over the
+    growth grids in N and in n (:func:`_cpu_seconds_side_by_side`; the discoverer with
+    its defaults in full runs, ``CMM_PARAMS`` otherwise), with both F1s. Shared by
+    :class:`GrowthInNodes` and :class:`GrowthInSamples` (one computation per run)."""
+    require("causallearn")
+    out = {"nodes": {}, "samples": {}}
+    for n_nodes in GROWTH_NODES:
+        X, adj, _, _ = _data(n_nodes, 0, n_samples=GROWTH_NODES_SAMPLES)
+        out["nodes"][n_nodes] = _cpu_seconds_side_by_side(X, adj, CMM_PARAMS)
+    for n_samples in GROWTH_SAMPLES:
+        X, adj, _, _ = _data(GROWTH_SAMPLES_NODES, 0, n_samples=n_samples)
+        out["samples"][n_samples] = _cpu_seconds_side_by_side(X, adj, CMM_PARAMS)
+    return out
+
+
+class GrowthInNodes:
+    """Issue 33's growth plot in N: CPU seconds of the discoverer (defaults) and of
+    causal-learn's GES at N = 5, 10, 15, 20 nodes (n = 1000, seed 0, full runs) and
+    both F1s, all measured in one run (ASV plots each track against N; the ratio is
+    :class:`GrowthRatioInNodes`). Needs causal-learn."""
+
+    params = (GROWTH_NODES, ["cmm", "ges"])
+    param_names = ["n_nodes", "method"]
+    timeout = 3600
+
+    setup_cache = staticmethod(_growth_cache)
+
+    def track_cpu_seconds(self, cache, n_nodes, method):
+        return cache["nodes"][n_nodes][method]
+
+    def track_f1(self, cache, n_nodes, method):
+        return cache["nodes"][n_nodes][f"f1_{method}"]
+
+    track_cpu_seconds.unit = "seconds"
+    track_f1.unit = "score"
+
+
+class GrowthRatioInNodes:
+    """The ratio discoverer / GES of :class:`GrowthInNodes`, from the same run."""
+
+    params = GROWTH_NODES
+    param_names = ["n_nodes"]
+    timeout = 3600
+    setup_cache = staticmethod(_growth_cache)
+
+    def track_ratio_cmm_over_ges(self, cache, n_nodes):
+        row = cache["nodes"][n_nodes]
+        return row["cmm"] / row["ges"]
+
+    track_ratio_cmm_over_ges.unit = "ratio"
+
+
+class GrowthInSamples:
+    """Issue 33's growth plot in n: as :class:`GrowthInNodes` at n = 500, 1000, 2000,
+    5000 samples (N = 10, seed 0, full runs). Needs causal-learn."""
+
+    params = (GROWTH_SAMPLES, ["cmm", "ges"])
+    param_names = ["n_samples", "method"]
+    timeout = 3600
+
+    setup_cache = staticmethod(_growth_cache)
+
+    def track_cpu_seconds(self, cache, n_samples, method):
+        return cache["samples"][n_samples][method]
+
+    def track_f1(self, cache, n_samples, method):
+        return cache["samples"][n_samples][f"f1_{method}"]
+
+    track_cpu_seconds.unit = "seconds"
+    track_f1.unit = "score"
+
+
+class GrowthRatioInSamples:
+    """The ratio discoverer / GES of :class:`GrowthInSamples`, from the same run."""
+
+    params = GROWTH_SAMPLES
+    param_names = ["n_samples"]
+    timeout = 3600
+    setup_cache = staticmethod(_growth_cache)
+
+    def track_ratio_cmm_over_ges(self, cache, n_samples):
+        row = cache["samples"][n_samples]
+        return row["cmm"] / row["ges"]
+
+    track_ratio_cmm_over_ges.unit = "ratio"

@@ -101,15 +101,23 @@ class _RampedLoss(nn.Module):
         ):  # the common case, on a fast path (no Module.__setattr__, no shape juggling)
             if target.dtype != torch.int64:
                 target = target.long()
-            zd = logits.detach()
-            self.__dict__["_last"] = (zd, target, False)
+            # the diagnostics detach on access; the logits' graph is freed by backward
+            self.__dict__["_last"] = (logits, target, False)
             if a == 0:
                 return F.cross_entropy(logits, target)
             # CE + a (z_sel - zbar) = -sum_k t_k log softmax(z)_k for a constant target t
             # (see _fast_weights): one log-softmax and one dot product, the same two
-            # autograd nodes as torch's fused cross-entropy (issue 16)
-            w = self._fast_weights(zd, target, a)
-            return torch.dot(torch.log_softmax(logits, dim=1).reshape(-1), w.view(-1))
+            # autograd nodes as torch's fused cross-entropy (issue 16). The rows of the
+            # weights are looked up in a table of every (label, argmax) pair (issue 33):
+            # one gather instead of building and scattering into a fresh matrix
+            n, k = logits.shape
+            key = (n, k, a, logits.dtype, logits.device)
+            table = self._tables.get(key)
+            if table is None:
+                table = self._weight_table(key)
+            idx = self._row_index(logits, target, k)
+            w = table.index_select(0, idx)
+            return torch.dot(torch.log_softmax(logits, dim=1).view(-1), w.view(-1))
         soft = self._check(logits, target)
         target = target.to(logits.dtype) if soft else target.long()
         self.__dict__["_last"] = (logits.detach(), target.detach(), soft)
@@ -121,6 +129,30 @@ class _RampedLoss(nn.Module):
         scale = a * logits.shape[1] / logits.numel()
         c = self._penalty_weights(logits.detach(), target, soft, scale)
         return F.cross_entropy(logits, target) + torch.dot(logits.reshape(-1), c.reshape(-1))
+
+    _MAX_TABLES = 8  # weight tables kept per criterion (batch sizes and alphas seen last)
+
+    @property
+    def _tables(self):
+        tables = self.__dict__.get("_weight_tables")
+        if tables is None:
+            tables = self.__dict__["_weight_tables"] = {}
+        return tables
+
+    def _weight_table(self, key):
+        """The rows of :meth:`_fast_weights` of a batch of ``n`` rows and ``k`` classes
+        for every pair of :meth:`_table_pairs` (label, argmax), built by
+        :meth:`_fast_weights` itself, so that they are the same floats."""
+        n, k, a, dtype, device = key
+        labels, sel = self._table_pairs(k, device)
+        z = torch.full((len(labels), k), -1e30, dtype=dtype, device=device)
+        z.scatter_(1, sel[:, None], 0.0)  # a batch whose argmax is ``sel``
+        table = self._fast_weights(z, labels, a, n).contiguous()
+        tables = self._tables
+        if len(tables) >= self._MAX_TABLES:
+            tables.pop(next(iter(tables)))
+        tables[key] = table
+        return table
 
     # -- diagnostics, computed from the last batch on access ----------------------------
     def _flat_last(self):
@@ -159,6 +191,7 @@ class _RampedLoss(nn.Module):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_last"] = None  # the last batch is not part of the criterion
+        state.pop("_weight_tables", None)  # a cache
         return state
 
 
@@ -227,16 +260,30 @@ class MaxSupLoss(_RampedLoss):
     _use_max = True
 
     @staticmethod
-    def _fast_weights(z, y, a):
+    def _fast_weights(z, y, a, n=None):
         """w = -t / N with t = onehot(y) - a onehot(argmax z) + a / K: loss = <log p, w>.
 
-        (-sum_k t_k log p_k = CE + a (z_max - zbar) because sum_k t_k = 1.)
+        (-sum_k t_k log p_k = CE + a (z_max - zbar) because sum_k t_k = 1.) ``n`` is
+        the N of the mean (default: the rows of ``z``).
         """
-        n, k = z.shape
+        k = z.shape[1]
+        n = z.shape[0] if n is None else n
         w = torch.full_like(z, -a / (k * n))
         w.scatter_(1, z.argmax(dim=1, keepdim=True), a / n - a / (k * n))
         w.scatter_add_(1, y.unsqueeze(1), torch.full_like(w[:, :1], -1.0 / n))
         return w
+
+    @staticmethod
+    def _table_pairs(k, device):
+        """(label, argmax) of the weight table's rows: every pair, row ``label * k + argmax``."""
+        return (torch.arange(k, device=device).repeat_interleave(k),
+                torch.arange(k, device=device).repeat(k))
+
+    @staticmethod
+    def _row_index(z, y, k):
+        """Row of the weight table of every sample: ``label * k + argmax`` (ties: the
+        first index, as ``torch.argmax``)."""
+        return torch.add(z.argmax(dim=1), y, alpha=k)
 
     @staticmethod
     def _penalty_weights(logits, target, soft, scale=1.0):
@@ -306,12 +353,25 @@ class LabelSmoothingLoss(_RampedLoss):
     _use_max = False
 
     @staticmethod
-    def _fast_weights(z, y, a):
-        """w = -t / N with t = (1 - a) onehot(y) + a / K (torch's smoothing)."""
-        n, k = z.shape
+    def _fast_weights(z, y, a, n=None):
+        """w = -t / N with t = (1 - a) onehot(y) + a / K (torch's smoothing); ``n`` is
+        the N of the mean (default: the rows of ``z``)."""
+        k = z.shape[1]
+        n = z.shape[0] if n is None else n
         w = torch.full_like(z, -a / (k * n))
         w.scatter_(1, y.unsqueeze(1), -(1.0 - a + a / k) / n)
         return w
+
+    @staticmethod
+    def _table_pairs(k, device):
+        """(label, argmax) of the weight table's rows: the weights ignore the argmax, so
+        one row per label."""
+        return torch.arange(k, device=device), torch.zeros(k, dtype=torch.int64, device=device)
+
+    @staticmethod
+    def _row_index(z, y, k):
+        """Row of the weight table of every sample: its label."""
+        return y
 
     @staticmethod
     def _penalty_weights(logits, target, soft, scale=1.0):

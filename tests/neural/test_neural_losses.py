@@ -263,3 +263,27 @@ def test_int32_labels_and_fast_path_agree_with_the_general_path(cls):
     assert torch.allclose(cls(0.2)(z, y.to(torch.int32)), fast, atol=1e-14)
     # the (N, K, 1) layout takes the general path: same value
     assert torch.allclose(cls(0.2)(z[:, :, None], y[:, None]), fast, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [MaxSupLoss, LabelSmoothingLoss])
+def test_fast_path_weight_table_equals_the_scattered_weights(cls):
+    """Issue 33: the fast path looks its weights up in a table of (label, argmax) rows;
+    value and gradient equal those of the weights built by scattering into a fresh matrix
+    (:meth:`_fast_weights`, the issue-16 path), ties in the maximum included, across
+    batch sizes, dtypes and a changing alpha (the table is cached per batch shape)."""
+    loss = cls(0.1, alpha_end=0.3)
+    shapes = [(64, 10, torch.float64), (7, 3, torch.float32), (64, 10, torch.float64)]
+    for epoch, (n, k, dtype) in enumerate([*shapes, (1, 2, torch.float64)]):
+        loss.set_progress(epoch, 3)
+        z, y = _logits(n, k, dtype, seed=epoch)
+        z[0, :] = z[0].max() + 1.0  # a tie over every class: the first index wins
+        z1, z2 = z.clone().requires_grad_(), z.clone().requires_grad_()
+        ours = loss(z1, y)
+        w = cls._fast_weights(z.detach(), y, loss.current_alpha)
+        ref = torch.dot(torch.log_softmax(z2, dim=1).reshape(-1), w.view(-1))
+        ours.backward()
+        ref.backward()
+        assert torch.equal(ours.detach(), ref.detach())
+        assert torch.allclose(z1.grad, z2.grad, atol=1e-6, rtol=0)
+        assert torch.equal(z1.grad, z2.grad)
+        assert torch.allclose(ours, _explicit(cls, z, y, loss.current_alpha), atol=1e-5)
