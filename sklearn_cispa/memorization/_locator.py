@@ -25,6 +25,7 @@ _ACTIVATIONS = (nn.ReLU, nn.GELU, nn.SiLU, nn.Mish, nn.LeakyReLU, nn.ELU)
 _TOPK_CAP = 50  # largest per-layer top-k of the NeMo schedule (library cap)
 _GREEDY_CAP = 256  # most units the greedy margin search adds before giving up
 _SIGMA_FLOOR = 1e-6
+_N_RIVALS = 3  # competitors per target position the refinement ranks against
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -914,7 +915,23 @@ class CriticalNeuronLocator(BaseEstimator):
         competitor) is differentiated with respect to every hooked unit; scaling unit
         ``u`` by ``scale`` lowers it by about ``(1 - scale) * sum_p a_u(p) dm/da_u(p)``
         (exact for a window model whose logits are linear in the hooked units).
-        Returns ``(drop, margins)`` with ``drop`` a dict layer -> (n_units,).
+        Returns ``(drop, margins, position, rival)`` with ``drop`` a dict
+        layer -> (n_units,).
+        """
+        pairs = None if position is None else [(position, rival)]
+        drops, _, pairs, margins = self._removal_effects(prefix, target, neurons, scale,
+                                                         pairs)
+        return drops[0], margins, pairs[0][0], pairs[0][1]
+
+    def _removal_effects(self, prefix, target, neurons, scale, pairs=None, n_rivals=0):
+        """:meth:`_removal_effect` for several ``(position, rival)`` margins at once.
+
+        ``pairs=None`` takes the smallest margin and its best competitor; ``n_rivals > 0``
+        adds, at every target position, the margins against its ``n_rivals`` strongest
+        competitors. One forward pass; one backward pass per margin. Returns
+        ``(drops, pair_margins, pairs, margins)``: ``drops`` a list (one dict
+        layer -> (n_units,) per pair), ``pair_margins[i]`` the margin of ``pairs[i]``
+        under the mask, ``margins`` the smallest margin of every target position.
         """
         mask = NeuronMask(self._module, neurons, scale, widths=self.n_units_)
         try:
@@ -922,23 +939,37 @@ class CriticalNeuronLocator(BaseEstimator):
         finally:
             mask.remove()
         margins, rivals = self._margins(logits, target)
-        if position is None:
+        if pairs is None:
             position = int(np.argmin(margins))
-            rival = int(rivals[position])
-        m = logits[position, int(target[position])] - logits[position, rival]
+            pairs = [(position, int(rivals[position]))]
+        pairs = list(pairs)
+        if n_rivals > 0:
+            other = logits.detach().double().clone()
+            idx = torch.as_tensor(target, device=other.device)
+            other.scatter_(1, idx[:, None], -torch.inf)
+            k = min(int(n_rivals), other.shape[1] - 1)
+            top = torch.topk(other, k, dim=1).indices.cpu().numpy()
+            pairs += [(p, int(r)) for p in range(len(target)) for r in top[p]
+                      if (p, int(r)) not in pairs]
         leaf_list = [leaf for name in self.layers_ for leaf in leaves[name]]
-        grads = torch.autograd.grad(m, leaf_list, allow_unused=True)
-        drop, k = {}, 0
-        for name in self.layers_:
-            total = np.zeros(self.n_units_[name])
-            for leaf in leaves[name]:
-                g = grads[k]
-                k += 1
-                if g is not None:
-                    ag = (leaf.detach() * g).double()
-                    total += ag.reshape(-1, ag.shape[-1]).sum(dim=0).cpu().numpy()
-            drop[name] = (1.0 - scale) * total
-        return drop, margins, position, rival
+        drops, pair_margins = [], []
+        for i, (position, rival) in enumerate(pairs):
+            m = logits[position, int(target[position])] - logits[position, rival]
+            pair_margins.append(float(m.detach()))
+            grads = torch.autograd.grad(m, leaf_list, allow_unused=True,
+                                        retain_graph=i < len(pairs) - 1)
+            drop, k = {}, 0
+            for name in self.layers_:
+                total = np.zeros(self.n_units_[name])
+                for leaf in leaves[name]:
+                    g = grads[k]
+                    k += 1
+                    if g is not None:
+                        ag = (leaf.detach() * g).double()
+                        total += ag.reshape(-1, ag.shape[-1]).sum(dim=0).cpu().numpy()
+                drop[name] = (1.0 - scale) * total
+            drops.append(drop)
+        return drops, np.asarray(pair_margins), pairs, margins
 
     def _localize_one(self, prefix, target, scale):
         oracle = self._oracle()
@@ -1074,8 +1105,15 @@ class CriticalNeuronLocator(BaseEstimator):
 
     def _ranked_prefix(self, prefix, target, scale, S, calls):
         """Refinement step (b): rank the units of a breaking set ``S`` by how much their
-        removal lowers the target margin that ``S`` breaks, and keep the shortest
-        breaking head of that ranking (bisection; the full set is known to break).
+        removal lowers a target margin, and keep the shortest breaking head of that
+        ranking (bisection; the full set is known to break).
+
+        Two rankings are tried: by the margin that ``S`` breaks (the position and
+        competitor where extraction fails under ``S``), and by the margin, over every
+        target position and its ``_N_RIVALS`` strongest competitors, that the fewest
+        units of ``S`` are predicted to overturn (first order, on the unmasked model;
+        exact for a window model). Each bisection starts at the predicted length. The
+        shorter head is kept.
 
         Returns the kept units, most effective first, and the updated call count.
         """
@@ -1083,11 +1121,52 @@ class CriticalNeuronLocator(BaseEstimator):
         if len(S) < 2:
             return S, calls
         # the position and competitor at which the set breaks the target ...
-        _, margins, position, rival = self._removal_effect(prefix, target, S, scale)
-        # ... and each unit's first-order effect there, on the unmasked model
-        drop, _, _, _ = self._removal_effect(prefix, target, [], scale, position, rival)
-        order = sorted(S, key=lambda nu: (-drop[nu[0]][nu[1]], nu))
-        lo, hi = 1, len(order)
+        _, _, position, rival = self._removal_effect(prefix, target, S, scale)
+        # ... and every unit's first-order effect on each margin, on the unmasked model
+        drops, margins, _, _ = self._removal_effects(
+            prefix, target, [], scale, [(position, rival)], n_rivals=_N_RIVALS)
+        rankings = []
+        for i, (drop, margin) in enumerate(zip(drops, margins, strict=True)):
+            order = sorted(S, key=lambda nu, d=drop: (-d[nu[0]][nu[1]], nu))
+            left = margin - np.cumsum([drop[layer][unit] for layer, unit in order])
+            predicted = int(np.argmax(left < 0)) + 1 if (left < 0).any() else len(order)
+            rankings.append((predicted, i, order))
+        tried = [rankings[0]]
+        best_other = min(rankings[1:], default=None)
+        if best_other is not None and best_other[2] != rankings[0][2]:
+            tried.append(best_other)
+        best = None
+        for predicted, _, order in tried:
+            if best is not None and predicted >= len(best) > 1:
+                # a head no shorter than the one kept would not replace it; only test
+                # whether a shorter one breaks
+                predicted = len(best) - 1
+            head, calls = self._shortest_head(order, predicted, prefix, target, scale,
+                                              calls, limit=None if best is None
+                                              else len(best) - 1)
+            if head is not None and (best is None or len(head) < len(best)):
+                best = head
+        return best, calls
+
+    def _shortest_head(self, order, guess, prefix, target, scale, calls, limit=None):
+        """Bisection for the shortest head of ``order`` whose deactivation breaks the
+        target, starting at ``guess``. The full ``order`` is known to break; with
+        ``limit``, only heads of at most ``limit`` units are searched, and None is
+        returned when the one of ``limit`` units does not break."""
+        lo, hi = 1, len(order) if limit is None else min(limit, len(order))
+        if hi < 1:
+            return None, calls
+        if limit is not None:
+            calls += 1
+            if self._memorized_under(sorted(order[:hi]), prefix, target, scale):
+                return None, calls
+        guess = min(max(int(guess), lo), hi)
+        if guess < hi:
+            calls += 1
+            if self._memorized_under(sorted(order[:guess]), prefix, target, scale):
+                lo = guess + 1
+            else:
+                hi = guess
         while lo < hi:
             mid = (lo + hi) // 2
             calls += 1
