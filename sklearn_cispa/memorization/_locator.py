@@ -976,12 +976,13 @@ class CriticalNeuronLocator(BaseEstimator):
             drops.append(drop)
         return drops, np.asarray(pair_margins), pairs, margins
 
-    def _localize_one(self, prefix, target, scale):
-        oracle = self._oracle()
+    def _memorized_before(self, prefix, target):
         _check_ids(self._module, prefix, "prefixes[i]")
         _check_ids(self._module, target, "targets[i]")
         with _eval_mode(self._module):
-            memorized = _check_verdict(oracle(self.model, prefix, target))
+            return _check_verdict(self._oracle()(self.model, prefix, target))
+
+    def _localize_one(self, prefix, target, scale, memorized, others=(), pairs=()):
         result = dict(neurons=[], memorized_before=memorized, localized=False, theta=None,
                       n_initial=0, n_oracle_calls=1, z={})
         if not memorized:
@@ -990,7 +991,11 @@ class CriticalNeuronLocator(BaseEstimator):
         result["z"] = z
         if self.method == "greedy":
             return self._greedy(prefix, target, scale, result)
-        return self._threshold(prefix, target, scale, z, strength, result)
+        self._others = [(j, pairs[j][0], pairs[j][1]) for j in others]
+        try:
+            return self._threshold(prefix, target, scale, z, strength, result)
+        finally:
+            self._others = []
 
     def _greedy(self, prefix, target, scale, result):
         """Greedy margin search: add the unit whose removal most lowers the smallest
@@ -1151,7 +1156,51 @@ class CriticalNeuronLocator(BaseEstimator):
                                               else len(best) - 1)
             if head is not None and (best is None or len(head) < len(best)):
                 best = head
+        others = getattr(self, "_others", [])
+        if not others or len(S) < 2:
+            return best, calls
+        # (b') the other memorised pairs of this localize call: when the head also
+        # breaks some of them, rank the set by specificity (the share of this target's
+        # margin a unit removes, minus the largest share it removes of another pair's
+        # smallest margin) and keep that head if it breaks fewer of them
+        broken, calls = self._collateral(best, others, scale, calls)
+        if broken == 0:
+            return best, calls
+        i_best = min(rankings)[1]
+        drop, margin = drops[i_best], max(float(margins[i_best]), 1e-12)
+        shares = [self._collateral_profile(j, p, t, scale) for j, p, t in others]
+
+        def specific(nu):
+            own = drop[nu[0]][nu[1]] / margin
+            other = max(max(d[nu[0]][nu[1]], 0.0) / m for d, m in shares)
+            return own - other
+
+        order = sorted(S, key=lambda nu: (-specific(nu), nu))
+        left = margin - np.cumsum([drop[layer][unit] for layer, unit in order])
+        predicted = int(np.argmax(left < 0)) + 1 if (left < 0).any() else len(order)
+        head, calls = self._shortest_head(order, predicted, prefix, target, scale, calls)
+        if head is not None and head != best:
+            broken_alt, calls = self._collateral(head, others, scale, calls)
+            if (broken_alt, len(head)) < (broken, len(best)):
+                best = head
         return best, calls
+
+    def _collateral_profile(self, j, prefix, target, scale):
+        """First-order drops of pair ``j``'s smallest margin (unmasked model) and that
+        margin, cached for one localize call."""
+        cache = self.__dict__.setdefault("_collateral_cache", {})
+        if j not in cache:
+            drop, margins, position, _ = self._removal_effect(prefix, target, [], scale)
+            cache[j] = (drop, max(float(margins[position]), 1e-12))
+        return cache[j]
+
+    def _collateral(self, neurons, others, scale, calls):
+        """How many of the other memorised pairs ``neurons`` stop (one oracle call each)."""
+        broken = 0
+        for _, p, t in others:
+            calls += 1
+            broken += not self._memorized_under(sorted(neurons), p, t, scale)
+        return broken, calls
 
     def _shortest_head(self, order, guess, prefix, target, scale, calls, limit=None):
         """Bisection for the shortest head of ``order`` whose deactivation breaks the
@@ -1209,10 +1258,20 @@ class CriticalNeuronLocator(BaseEstimator):
                 f"{len(targets)} targets."
             )
         scale = float(self.scale)
-        results = [
-            self._localize_one(_as_ids(p, "prefixes[i]"), _as_ids(t, "targets[i]"), scale)
-            for p, t in zip(prefixes, targets, strict=True)
-        ]
+        pairs = [(_as_ids(p, "prefixes[i]"), _as_ids(t, "targets[i]"))
+                 for p, t in zip(prefixes, targets, strict=True)]
+        memorized = [self._memorized_before(p, t) for p, t in pairs]
+        self._collateral_cache = {}
+        try:
+            results = [
+                self._localize_one(
+                    p, t, scale, memorized[i],
+                    others=[j for j in range(len(pairs)) if j != i and memorized[j]],
+                    pairs=pairs)
+                for i, (p, t) in enumerate(pairs)
+            ]
+        finally:
+            self._collateral_cache = {}
         self.results_ = results
         self.neurons_ = sorted({nu for r in results for nu in r["neurons"]})
         return results
