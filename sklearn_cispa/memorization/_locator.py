@@ -581,8 +581,15 @@ class CriticalNeuronLocator(BaseEstimator):
     width 1024 and kept 2-3 times the units of the greedy margin search; ranking at the
     breaking margin alone kept sets within 1.5 times the exact minimum for 12 of 15
     canaries of the character MLP, the second ranking (exact for that model) for 15 of
-    15. The refined set is minimal with respect to single removals, not globally
-    minimal.
+    15. A further departure uses the other pairs of the same :meth:`localize` call
+    (NeMo's refinement looks at one sample only): the kept head is tested on the other
+    memorised pairs (one oracle call each), and when it stops some of them the set is
+    ranked by specificity (the share of this target's margin a unit removes minus the
+    largest share it removes of another pair's smallest margin, first order), and
+    that head is kept if it stops fewer of them; on the 2-block character GPT-2 of
+    the user guide this raised the share of other canaries kept from 78% to 86% over
+    three seeds. A pair localised alone is refined as before. The refined set is
+    minimal with respect to single removals, not globally minimal.
     The located units are mostly, not fully, specific to their string: measure the
     retention of other memorised strings. How few units carry a string depends on the
     model: a wide layer with a dense code can need tens of units however they are
