@@ -31,7 +31,6 @@ _BEING_REWRITTEN = {
     "gasp.rst": "gasp",
     "graphon.rst": "graphon",
     "local_sgd.rst": "local_sgd",
-    "neurons.rst": "neurons",
 }
 # Pages whose examples need an optional extra.
 _NEEDS = {"language.rst": "transformers", "lira.rst": "transformers"}
