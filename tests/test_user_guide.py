@@ -27,7 +27,6 @@ PAGES = sorted(GUIDE.glob("*.rst"))
 # Pages with Python blocks that are not yet ``>>>`` examples (strict: a page that is
 # converted must leave this list).
 _BEING_REWRITTEN = {
-    "neurons.rst": "neurons",
 }
 # Pages whose examples need an optional extra.
 _NEEDS = {"language.rst": "transformers", "lira.rst": "transformers"}
