@@ -525,9 +525,9 @@ class RatioToGES:
     20): the median over 3 repeats (full runs) and its range. Measured 2026-12-03 with
     one repeat (seed 0, n = 1000, 2 loaded cores): N = 10 103x (10.9 s against 0.11 s;
     F1 0.83, GES 0.58); N = 20 150x (328 s against 2.2 s; F1 0.56, GES 0.31), 86% of
-    the discoverer's time in the EM of the local mixture fits. The EM now takes squared
-    extrapolation steps (SQUAREM) and skips exp's underflow path; the figures after
-    that are in the lead's note for issue 33. Needs causal-learn."""
+    the discoverer's time in the EM of the local mixture fits. (The EM speed-ups tried
+    on 2026-12-04 were undone: their batched scores were not bitwise those fitted
+    alone.) Needs causal-learn."""
 
     params = RATIO_NODES
     param_names = ["n_nodes"]
