@@ -177,6 +177,24 @@ def test_no_population_warning_on_the_calibration_source(real_detector, patches)
         real_detector.score_samples(patches[1])
 
 
+def test_no_population_warning_from_a_small_calibration_set():
+    """The calibration set's own lower-tail count is a sample too: calibrated on a quarter
+    of one photo's patches (1060) and scored on the other three quarters, the check must
+    stay quiet. Measured: the rule before (the calibration's rate below the normal 1%
+    point taken as exact, 15 of 1060, against 85 of the 3180) gave p = 5e-8 and warned;
+    the two-sample rule at the 5% point compares 69 of 1060 with 286 of 3180, p = 0.008
+    (warning below 1e-3).
+    """
+    g = np.rint(load_sample_images().images[0] @ [0.299, 0.587, 0.114]).astype(np.int64)
+    h, w = (g.shape[0] // P) * P, (g.shape[1] // P) * P
+    china = g[:h, :w].reshape(h // P, P, w // P, P).swapaxes(1, 2).reshape(-1, P, P)
+    perm = np.random.default_rng(0).permutation(len(china))
+    det = BitMarkDetector(encoder=grey_bits).fit(china[perm[:1060]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        det.score_samples(china[perm[1060:]])
+
+
 def test_detector_scores_any_number_of_tokens(patches, real_detector):
     big = patches[1][:64].reshape(16, 4, P, P).swapaxes(1, 2).reshape(16, -1)  # 256 tokens
     z = real_detector.score_samples(big)
