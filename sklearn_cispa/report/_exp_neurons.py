@@ -52,7 +52,7 @@ def _run(*, quick, out_dir, random_state):
     n_seeds = 3
     per_seed = {k: [] for k in ("memorized", "stopped", "units", "ppl", "kept", "control",
                                 "act_rank_stopped", "act_rank_ppl", "min_units",
-                                "control_ppl", "min_le_8")}
+                                "control_ppl", "min_le_8", "near_min")}
     first = None
     for i in range(n_seeds):
         lm, heldout, canaries = train_canary_model(random_state + i, **setting)
@@ -74,6 +74,14 @@ def _run(*, quick, out_dir, random_state):
                 100 * np.mean([r["control_ppl_change"] for r in loc]))
             per_seed["min_units"].append(np.mean([r["min_units"] for r in loc]))
             per_seed["min_le_8"].append(np.mean([r["min_units"] <= 8 for r in loc]))
+            # issue 38's target, over the memorised canaries: the located set stops
+            # extraction, has <= 1.5x the exact minimum's units and costs <= 1.5x its
+            # held-out perplexity change
+            per_seed["near_min"].append(np.mean([
+                r["localized"] and not r["extracted_after"]
+                and r["units"] <= 1.5 * r["min_units"]
+                and r["ppl_change"] <= 1.5 * max(r.get("min_set_ppl_change", 0.0), 0.0)
+                for r in mem]))
             per_seed["act_rank_stopped"].append(
                 np.mean([not r["act_rank_extracted_after"] for r in loc]))
             per_seed["act_rank_ppl"].append(
@@ -113,31 +121,25 @@ def _run(*, quick, out_dir, random_state):
         figures = save_figure(fig, out_dir, "neurons_canaries.png")
 
     stopped, units, ppl = stats["stopped"][0], stats["units"][0], stats["ppl"][0]
-    small = units <= 8 and ppl < 5
+    near_min, kept = stats["near_min"][0], stats["kept"][0]
     control_ok = stats["control"][0] >= 0.8
+    met = near_min >= 0.8 and stopped >= 0.8 and control_ok and kept >= 0.7
     verdict = (
-        f"The located units stop extraction for {100 * stopped:.0f}% of memorised canaries "
-        f"and matched random controls keep it in {100 * stats['control'][0]:.0f}%; "
-        f"the activation-ranking baseline at the same budget stops "
-        f"{100 * stats['act_rank_stopped'][0]:.0f}%. "
+        f"for {100 * near_min:.0f}% of memorised canaries the located set stops "
+        f"extraction within 1.5x of the exact smallest zeroing set ({units:.1f} units "
+        f"against {stats['min_units'][0]:.1f} on average) at <= 1.5x its perplexity "
+        f"cost; the located units stop {100 * stopped:.0f}% in all, matched random "
+        f"controls keep extraction in {100 * stats['control'][0]:.0f}%, "
+        f"{100 * kept:.0f}% of the other canaries stay extractable, and the "
+        f"activation-ranking baseline at the same budget stops "
+        f"{100 * stats['act_rank_stopped'][0]:.0f}%. NeMo's budget of <= 8 units is "
+        f"not this row's target: the exact minimum itself has <= 8 units for only "
+        f"{100 * stats['min_le_8'][0]:.0f}% of the canaries (the window MLP's dense hidden "
+        f"code spreads a canary over many units; the GPT-2 row checks that budget). The "
+        f"located sets cost {ppl:+.1f}% held-out perplexity (as many random units: "
+        f"{stats['control_ppl'][0]:+.1f}%)."
     )
-    if stopped >= 0.8 and control_ok and small:
-        verdict = "Reproduces: " + verdict
-        reproduced = True
-    else:
-        verdict = "Partly reproduces: " + verdict + (
-            f"But the sets are larger than the spec's 2-4 units ({units:.1f} on average) "
-            f"and cost {ppl:+.1f}% held-out perplexity (spec: < 5%); as many random "
-            f"units cost {stats['control_ppl'][0]:+.1f}%. The exact smallest zeroing set "
-            f"of this character MLP has {stats['min_units'][0]:.1f} units on average "
-            f"(its dense hidden code spreads each canary over many units) and has <= 8 "
-            f"units for {100 * stats['min_le_8'][0]:.0f}% of the canaries"
-            + (", so the spec's budget is out of reach for any zeroing method here."
-               if stats["min_le_8"][0] < 0.8 else
-               f"; the locator's sets are {units / stats['min_units'][0]:.1f}x that "
-               "minimum (single-removal minimal, not globally minimal).")
-        )
-        reproduced = None if stopped >= 0.8 and control_ok else False
+    verdict = ("Reproduces the target: " if met else "Does not reproduce the target: ") + verdict
     return ExperimentResult(
         metric="memorised canaries whose extraction the located units stop",
         value=stats["stopped"][0],
@@ -158,9 +160,19 @@ def _run(*, quick, out_dir, random_state):
             f"other canaries kept {stats['kept'][0]:.2f}; random control still extracts "
             f"{stats['control'][0]:.2f} at {stats['control_ppl'][0]:+.1f}% perplexity; "
             f"exact minimal zeroing set {stats['min_units'][0]:.1f} ± "
-            f"{stats['min_units'][1]:.1f} units"
+            f"{stats['min_units'][1]:.1f} units; within 1.5x of it at <= 1.5x its "
+            f"perplexity cost {near_min:.2f} ± {stats['near_min'][1]:.2f}"
+        ),
+        target=(
+            "issue 38 on this window MLP, whose exact smallest zeroing set is computable: "
+            "for >= 80% of memorised canaries the located set stops extraction, has <= "
+            "1.5x the exact minimum's units and costs <= 1.5x its held-out perplexity "
+            "change; matched random controls keep extraction in >= 80%; >= 70% of the "
+            "other canaries kept (NeMo's <= 8 units is the GPT-2 row's target: it is "
+            "below this model's exact minimum)"
         ),
         verdict=verdict,
-        reproduced=reproduced,
+        reproduced=met,
+        outcome="reproduced" if met else "not reproduced",
         figures=figures,
     )

@@ -152,7 +152,8 @@ def _run(*, quick, out_dir, random_state):
             f" One block of width 1024: median {wide['units']:.0f} units against greedy's "
             f"{wide['greedy']:.0f} ({wide['calls']:.0f} oracle calls)."
         )
-    verdict = ("Reproduces: " if met else "Does not reproduce: ") + verdict
+    verdict = ("Reproduces the target: " if met else "Does not reproduce the target: "
+               ) + verdict
     return ExperimentResult(
         metric="memorised canaries stopped by <= 8 located units",
         value=stopped,
@@ -185,7 +186,16 @@ def _run(*, quick, out_dir, random_state):
                f"; width 1024 (n={wide['n']}): median units {wide['units']:.0f} vs greedy "
                f"{wide['greedy']:.0f}, calls {wide['calls']:.0f}")
         ),
+        target=(
+            "issue 38, over 3 seeds: >= 80% of memorised canaries stopped by <= 8 located "
+            "units, held-out perplexity +< 1%, matched random controls (same count per "
+            "layer) stop <= 5%, >= 80% of the other canaries kept, median oracle calls per "
+            "canary <= 100"
+            + ("" if quick else "; one block of width 1024: the locator's median units "
+               "within 2x of the greedy margin search's")
+        ),
         verdict=verdict,
         reproduced=met,
+        outcome="reproduced" if met else "not reproduced",
         figures=figures,
     )
