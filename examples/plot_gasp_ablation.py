@@ -15,13 +15,13 @@ Everything here is benign and offline. The target is
 colour keyword), judged by :class:`~sklearn_cispa.redteam.ToyRubricJudge` (score at most
 1: a success). The generator is a one-block word-level GPT-2 built from a config and
 trained for a few seconds on "<goal> <colour phrase>" sentences in which the keyword
-"amber" is rare (3%). The four arms spend the same 10 queries per held-out goal; the two
-ORPO arms also spend the same training queries (3 rounds of 4 queries on 4 training
+"amber" is rare (1.5%). The four arms spend the same 10 queries per held-out goal; the two
+ORPO arms also spend the same training queries (2 rounds of 12 queries on 4 training
 goals). A second model trained on other sentences (where "amber" is as common as any
 colour) gives the suffixes' perplexity, the paper's readability axis.
 
-Two seeds keep the example under a minute; the user guide gives the figures over 20
-seeds, from the report row ``gasp`` in full mode.
+Two seeds keep the example under a minute; the user guide gives the figures over 40
+held-out seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, the same setting).
 """
 
 import matplotlib.pyplot as plt
@@ -63,7 +63,7 @@ def documents(n, amber_rate, seed):
         for _ in range(n)]
 
 
-docs, ref_docs = documents(400, 0.03, 0), documents(400, 1 / 13, 1)
+docs, ref_docs = documents(400, 0.015, 0), documents(400, 1 / 13, 1)
 words = sorted({w for d in docs + ref_docs for w in d.split()})
 vocab = {w: i for i, w in enumerate(["[UNK]", "<|endoftext|>", *words])}
 backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
@@ -99,8 +99,8 @@ for seed in range(2):
     for arm, (search, orpo) in arms.items():
         lm = generator
         if orpo:
-            gasp = GASPSuffixGenerator(generator, search=search(objective), n_rounds=3,
-                                       n_candidates=32, n_queries=4, orpo_lambda=0.5,
+            gasp = GASPSuffixGenerator(generator, search=search(objective), n_rounds=2,
+                                       n_candidates=32, n_queries=12, orpo_lambda=0.5,
                                        lr=3e-3, max_new_tokens=6, random_state=seed)
             lm = gasp.fit(train_goals, objective).generator_
         samples = sample_continuations(lm, [g + " " for g in test_goals], n_samples=64,

@@ -141,11 +141,12 @@ class GASPSuffixGenerator(BaseEstimator):
     written as its values, as the searches read candidates.
 
     The search's budget against the candidate pool matters (issue 36): with the
-    search's 2 random initial points, ``n_queries=4`` leaves only 2 queries to the GP,
-    and LBO then found no more successes than random queries; with ``n_queries=8`` it
-    found about 1.5 times as many during training (it queries the neighbours of a
-    success), and the ORPO updates on those pairs gave the higher attack success (user
-    guide, "The paper's ablation at CPU size").
+    search's 2 random initial points and a binary objective the GP is flat until a
+    success, so LBO's gain is the neighbours of a success; with 12 queries per goal and
+    round (2 rounds, keyword in 1.5% of the generator's documents) LBO found 1.7 times
+    as many successes in training as random queries on the same samples, and the
+    ORPO updates on those pairs gave ASR@10 0.903 against 0.806 (80 held-out seeds;
+    user guide, "The paper's ablation at CPU size").
 
     Examples
     --------

@@ -242,14 +242,15 @@ def _word_lm(docs, tokenizer, seed):
 
 def loop_ablation(
     seeds=range(20),
-    keyword_rate=0.03,
+    keyword_rate=0.015,
     n_rounds=2,
     n_candidates=32,
-    n_queries=8,
+    n_queries=12,
     eval_candidates=64,
     eval_queries=10,
     orpo_lambda=0.5,
     lr=3e-3,
+    search_params=None,
     verbose=False,
 ):
     """The paper's ablation at CPU size on the keyword target (issue 36).
@@ -268,6 +269,9 @@ def loop_ablation(
     LBO), "no LBO" (ORPO on random queries, random queries at evaluation), "random
     candidates" (base generator, random queries). Every arm spends the same evaluation
     queries; the two ORPO arms also spend the same training queries.
+
+    ``search_params`` (a dict, default none) are given to every
+    :class:`LatentBOSuffixSearch` of the LBO arms, in training and at evaluation.
 
     Returns a dict arm -> {"asr": ASR@eval_queries per seed, "curve": (n_seeds,
     eval_queries) ASR@k for k = 1..eval_queries, "perplexity": per seed, the reference
@@ -288,9 +292,14 @@ def loop_ablation(
     lm = _word_lm(docs, tok, 0)
     ref = _word_lm(ref_docs, tok, 1)
     train, test = list(GOALS[:4]), list(GOALS[4:])
+    lbo_params = dict(search_params or {})
+
+    def lbo(objective, **kw):
+        return LatentBOSuffixSearch(objective, **{**lbo_params, **kw})
+
     arms = {
-        "full loop": (LatentBOSuffixSearch, True),
-        "no ORPO": (LatentBOSuffixSearch, False),
+        "full loop": (lbo, True),
+        "no ORPO": (lbo, False),
         "no LBO": (RandomSubsetSearch, True),
         "random candidates": (RandomSubsetSearch, False),
     }

@@ -146,3 +146,21 @@ def test_generate_before_fit_and_objective_from_search(lm):
         ["draw a cat"], objective
     )
     assert a.scores_ == b.scores_
+
+
+@pytest.mark.slow
+def test_loop_ablation_bookkeeping():
+    # the four arms of the paper's ablation (issue 36) spend the same target queries
+    from sklearn_cispa.report._gasp_eval import ARMS, ablation_summary, loop_ablation
+
+    res = loop_ablation(seeds=range(1), n_candidates=8, n_queries=3, eval_candidates=8)
+    assert set(res) == set(ARMS)
+    for arm in ARMS:
+        curve = res[arm]["curve"][0]
+        assert curve.shape == (10,) and np.all(np.diff(curve) >= 0)
+        assert res[arm]["asr"][0] == curve[-1]
+        assert np.isfinite(res[arm]["perplexity"][0]) and res[arm]["perplexity"][0] >= 1
+    # ORPO arms: 2 rounds x 4 training goals x 3 queries; the others train on none
+    assert res["full loop"]["train_queries"][0] == res["no LBO"]["train_queries"][0] == 24
+    assert res["no ORPO"]["train_queries"][0] == res["random candidates"]["train_queries"][0] == 0
+    assert ablation_summary(res)["full loop"]["n_seeds"] == 1
