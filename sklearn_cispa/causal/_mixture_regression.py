@@ -27,6 +27,7 @@ T_DOFS = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])  # Student-t degrees of free
 T_ITER = 25  # IRLS iterations of the Student-t single-mechanism fit
 SHASH_ITER = 200  # BFGS iterations of the sinh-arcsinh single-mechanism fit
 _LOG_2PI = np.log(2.0 * np.pi)
+EXP_FLOOR = -700.0  # log-responsibilities are floored here before exp (no underflow)
 
 
 def _n_params(k, n_features):
@@ -95,31 +96,55 @@ def _student_t_fit(Z, y, var_floor):
     is kept. All nu run as one batch of weighted least squares. The fit has one free
     parameter more than the Gaussian k = 1 fit (nu).
     """
-    n = Z.shape[0]
+    return _student_t_fit_many(Z[None], y[None], var_floor)[0]
+
+
+def _student_t_fit_many(Z, y, var_floor):
+    """:func:`_student_t_fit` of many regressions of the same shape at once: ``Z`` is
+    ``(P, n, d)``, ``y`` ``(P, n)``; every regression's arithmetic is its own (stacked
+    products and solves), so each fit is the one it gets alone. Returns one fit per
+    regression."""
+    P, n, d = Z.shape
     m = len(T_DOFS)
-    B = np.repeat(_wls(Z, y, np.ones((n, 1))), m, axis=0)
-    res = y[:, None] - Z @ B.T
-    s2 = np.maximum(np.mean(res**2, axis=0), var_floor)
-    moments = _moments(Z, y)
+    ZZ = (Z[:, :, :, None] * Z[:, :, None, :]).reshape(P, n, d * d)
+    Zy = Z * y[:, :, None]
+    ridge_eye = np.eye(d)
+
+    def wls(w):  # weights (P, n, m) -> coefficients (P, m, d)
+        wt = w.transpose(0, 2, 1)
+        G = np.matmul(wt, ZZ).reshape(P, m, d, d)
+        b = np.matmul(wt, Zy)
+        scale = np.trace(G, axis1=2, axis2=3) / d
+        G = G + (1e-10 * scale + 1e-300)[:, :, None, None] * ridge_eye
+        return np.linalg.solve(G, b[..., None])[..., 0]
+
+    B = wls(np.ones((P, n, m)))
+    res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+    s2 = np.maximum(np.mean(res**2, axis=1), var_floor)
     for _ in range(T_ITER):
-        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2)
-        B = _wls(Z, y, w, moments)
-        res = y[:, None] - Z @ B.T
-        s2 = np.maximum(np.mean(w * res**2, axis=0), var_floor)
+        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2[:, None, :])
+        B = wls(w)
+        res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+        s2 = np.maximum(np.mean(w * res**2, axis=1), var_floor)
     nu = T_DOFS
     ll = (
         n * (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s2))
-        - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2)).sum(axis=0)
+        - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2[:, None, :])).sum(axis=1)
     )
-    best = int(np.argmax(ll))
-    return {
-        "ll": float(ll[best]),
-        "B": B[best : best + 1],
-        "s2": s2[best : best + 1],
-        "pi": np.ones(1),
-        "n_iter": T_ITER,
-        "nu": float(nu[best]),
-    }
+    out = []
+    for p in range(P):
+        best = int(np.argmax(ll[p]))
+        out.append(
+            {
+                "ll": float(ll[p, best]),
+                "B": B[p, best : best + 1],
+                "s2": s2[p, best : best + 1],
+                "pi": np.ones(1),
+                "n_iter": T_ITER,
+                "nu": float(nu[best]),
+            }
+        )
+    return out
 
 
 def _shash_nll(theta, Z, C, y, log_floor):
@@ -202,15 +227,18 @@ def _shash_fit(Z, y, var_floor, heteroscedastic=True):
     }
 
 
-def _single_mechanism_fit(Z, y, var_floor, heavy_tails):
+def _single_mechanism_fit(Z, y, var_floor, heavy_tails, t_fit=None):
     """The k = 1 fit: Gaussian OLS, or (``heavy_tails``) the better by BIC of it and the
-    Student-t fit (:func:`_student_t_fit`, one parameter more); with
-    ``heavy_tails="flexible"`` also the sinh-arcsinh heteroscedastic fit
-    (:func:`_shash_fit`, ``d + 1`` parameters more than the Gaussian fit)."""
+    Student-t fit (:func:`_student_t_fit`, one parameter more; ``t_fit`` if given, the
+    fit already made in a batch); with ``heavy_tails="flexible"`` also the sinh-arcsinh
+    heteroscedastic fit (:func:`_shash_fit`, ``d + 1`` parameters more than the
+    Gaussian fit)."""
     n, d = Z.shape
     fit = _finish(_ols_fit(Z, y, var_floor), n, d)
     if heavy_tails:
-        t_fit = _finish(_student_t_fit(Z, y, var_floor), n, d)
+        if t_fit is None:
+            t_fit = _student_t_fit(Z, y, var_floor)
+        t_fit = _finish(t_fit, n, d)
         t_fit["bic"] += np.log(n)  # nu
         if t_fit["bic"] < fit["bic"]:
             fit = t_fit
@@ -225,15 +253,21 @@ def _single_mechanism_fit(Z, y, var_floor, heavy_tails):
     return fit
 
 
-def _residual_partition(Z, y, k):
-    """Rows split into k blocks of equal size by the rank of their OLS residual."""
+def _residual_ranks(Z, y):
+    """Rank of every row's OLS residual (ties: row order)."""
     n = Z.shape[0]
     B = _wls(Z, y, np.ones((n, 1)))
-    ranks = np.argsort(np.argsort(y - Z @ B[0], kind="stable"), kind="stable")
-    return ranks * k // n
+    return np.argsort(np.argsort(y - Z @ B[0], kind="stable"), kind="stable")
 
 
-def _em_many(problems, max_iter, var_floor):
+def _residual_partition(Z, y, k, ranks=None):
+    """Rows split into k blocks of equal size by the rank of their OLS residual
+    (``ranks``: :func:`_residual_ranks`, if already known)."""
+    ranks = _residual_ranks(Z, y) if ranks is None else ranks
+    return ranks * k // Z.shape[0]
+
+
+def _em_many(problems, max_iter, var_floor, accelerate=True):
     """EM runs of many regressions at once, from given hard partitions.
 
     ``problems`` is a list of ``(Z, y, starts, n_components)``, every ``Z`` with the same
@@ -269,98 +303,216 @@ def _em_many(problems, max_iter, var_floor):
         for i, (_, _, part) in enumerate(members):
             R[i, part, rows] = 1.0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            res = _em_loop(W[tid], ZY[tid], R, max_iter, var_floor, (iu, ju))
+            res = _em_loop(W[tid], ZY[tid], R, max_iter, var_floor, _sym_maps(d), accelerate)
         for (t, r, _), fit in zip(members, res):
             out[t][r] = fit
     return out
 
 
-def _em_loop(W, ZY, R, max_iter, var_floor, tri):
+def _sym_maps(d):
+    """For the upper-triangle moments ``z_i z_j`` (``i <= j``, in ``numpy.triu_indices``
+    order): the column of every entry of the ``d x d`` matrix, row-major, and the
+    columns of the diagonal."""
+    iu, ju = np.triu_indices(d)
+    col = np.empty((d, d), dtype=np.intp)
+    col[iu, ju] = np.arange(len(iu))
+    col[ju, iu] = np.arange(len(iu))
+    return col.ravel(), col[np.arange(d), np.arange(d)]
+
+
+def _m_step(R, W, active, tri, var_floor):
+    """The M-step of :func:`_em_loop` for every run of the batch.
+
+    The weighted moments ``R @ W``, one run at a time (their first column is a
+    component's weight: the intercept squared); components below the minimum prior are
+    dropped first. ``tri`` is :func:`_sym_maps` of the design's width. Returns
+    ``(B, s2, pi, active)`` with shapes ``(m, k, d)``, ``(m, k)``, ``(m, k)``,
+    ``(m, k)``; dropped components have ``pi = 0`` and ``s2 = 1``.
+    """
+    m, K, n = R.shape
+    full, diag = tri
+    d = len(diag)
+    n_tri = W.shape[2] - d - 1
+    S = np.matmul(R, W)
+    Nk = S[:, :, 0].copy()
+    keep = active & (Nk / n >= MIN_PRIOR)
+    none = ~keep.any(axis=1)
+    if none.any():
+        masked = np.where(active, Nk, -np.inf)
+        keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
+    if not keep.all():  # dropped components: no weight (the E-step leaves them 1e-304)
+        S *= keep[:, :, None]
+    active = keep
+    Nk = np.where(active, Nk, 0.0)
+    pi = Nk / Nk.sum(axis=1, keepdims=True)
+    S = S.reshape(m * K, -1)
+    Gf = S[:, full]  # (m K, d d), symmetric
+    G = Gf.reshape(m * K, d, d)
+    scale = S[:, diag].sum(axis=1) / d
+    b = S[:, n_tri : n_tri + d]
+    Gr = Gf.copy()
+    Gr[:, :: d + 1] += (1e-10 * scale + 1e-300)[:, None]  # the relative ridge
+    B = np.linalg.solve(Gr.reshape(m * K, d, d), b[:, :, None])[:, :, 0]
+    # b^T G b as a stacked product and a row sum: einsum's summation order depends on
+    # the batch's shape (numpy 2.4 with three operands), and a run's arithmetic must
+    # not depend on the other runs of its batch
+    GB = np.matmul(G, B[:, :, None])[:, :, 0]
+    rss = S[:, -1] - 2.0 * (B * b).sum(axis=1) + (B * GB).sum(axis=1)
+    act = active.ravel()
+    s2 = np.where(act, np.maximum(rss / Nk.ravel(), var_floor), 1.0)
+    return B.reshape(m, K, d), s2.reshape(m, K), pi, active
+
+
+def _e_step(theta, ZY):
+    """The E-step of :func:`_em_loop`: responsibilities ``(m, k, n)`` and the
+    log-likelihood of every run at ``theta = (B, s2, pi, active)``.
+
+    ``log pi_c + log N(y; mean_c, s2_c)`` is one product of the scaled coefficients
+    ``[b, -1] / sqrt(2 s2)`` with ``[Z^T; y]``, squared, then normalised over the
+    components: the only passes over the ``(m, k, n)`` arrays are the ones the
+    responsibilities need.
+    """
+    B, s2, pi, active = theta
+    m, K, d = B.shape
+    log_pi = np.where(active, np.log(np.where(active, pi, 1.0)), -np.inf)
+    Ba = np.empty((m, K, d + 1))
+    Ba[:, :, :d] = B
+    Ba[:, :, d] = -1.0  # [B, -1] @ [Z^T; y] is the residual
+    Ba *= np.sqrt(0.5 / s2)[:, :, None]
+    logp = np.matmul(Ba, ZY)
+    logp *= logp
+    np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, :, None], logp, out=logp)
+    mx = logp.max(axis=1)
+    logp -= mx[:, None, :]
+    # exp is ten times slower where it underflows (below about -708; most entries of
+    # a component far from a row): floor at -700, whose exp (1e-304) adds nothing to a
+    # sum that is at least 1, and leaves a dropped component's weight negligible
+    np.maximum(logp, EXP_FLOOR, out=logp)
+    R = np.exp(logp, out=logp)
+    tot = R.sum(axis=1)
+    R /= tot[:, None, :]
+    return R, (mx + np.log(tot)).sum(axis=1)
+
+
+SQUAREM_STEP_START = 1.0  # largest extrapolation step of a run's first cycle
+SQUAREM_STEP_FACTOR = 4.0  # growth of the largest extrapolation step after a full step
+
+
+def _extrapolate(theta0, theta1, theta2, step_max):
+    """The squared extrapolation (SQUAREM, Varadhan and Roland 2008, scheme S3) of the
+    EM map from three consecutive iterates, one step length per run.
+
+    The parameters are ``(B, log s2, pi)`` of the active components; with
+    ``r = theta1 - theta0`` and ``v = theta2 - 2 theta1 + theta0`` the step is
+    ``theta0 - 2 a r + a^2 v`` with ``a = -|r| / |v|`` clipped to ``[-step_max, -1]``
+    (``a = -1`` gives ``theta2``). Returns the extrapolated parameters, whether each
+    run's extrapolation is usable (same active components in all three iterates, finite,
+    positive weights) and ``|a|``.
+    """
+    B0, s20, pi0, act0 = theta0
+    B1, s21, pi1, act1 = theta1
+    B2, s22, pi2, act2 = theta2
+    same = (act0 == act1).all(axis=1) & (act1 == act2).all(axis=1)
+    act = act2
+    w = act[:, :, None]
+    l0, l1, l2 = np.log(s20), np.log(s21), np.log(s22)
+    rB, vB = B1 - B0, B2 - 2.0 * B1 + B0
+    rl, vl = l1 - l0, l2 - 2.0 * l1 + l0
+    rp, vp = pi1 - pi0, pi2 - 2.0 * pi1 + pi0
+    r2 = ((rB * rB) * w).sum(axis=(1, 2)) + ((rl * rl + rp * rp) * act).sum(axis=1)
+    v2 = ((vB * vB) * w).sum(axis=(1, 2)) + ((vl * vl + vp * vp) * act).sum(axis=1)
+    step = np.sqrt(r2 / v2)
+    step = np.where(np.isfinite(step), np.clip(step, 1.0, step_max), 1.0)
+    a = -step
+    a1, a2 = (-2.0 * a)[:, None], (a * a)[:, None]
+    B = B0 + a1[:, :, None] * rB + a2[:, :, None] * vB
+    s2 = np.where(act, np.exp(l0 + a1 * rl + a2 * vl), 1.0)
+    pi = np.where(act, pi0 + a1 * rp + a2 * vp, 0.0)
+    ok = (
+        same
+        & np.isfinite(B).all(axis=(1, 2))
+        & np.isfinite(s2).all(axis=1)
+        & ((pi > 0) | ~act).all(axis=1)
+    )
+    return (B, s2, pi, act), ok, step
+
+
+def _take(theta, idx):
+    return tuple(t[idx] for t in theta)
+
+
+def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
     """The iterations of :func:`_em_many` (divisions by empty components are masked).
 
     ``W`` holds every run's row moments ``(z z^T upper triangle, z y, y^2)`` as
     ``(m, n, q)``, ``ZY`` its design and target stacked as ``(m, d + 1, n)``, ``R`` the
     starting responsibilities ``(m, k, n)``. The weighted residual sum of squares of a
-    component comes from its moments, ``sum r y^2 - 2 b^T sum r z y + b^T G b``, and
-    the E-step is one product of the scaled coefficients ``[b, -1] / sqrt(2 s2)`` with
-    ``[Z^T; y]``, squared: the only passes over the ``(m, k, n)`` arrays are the ones
-    the responsibilities need.
+    component comes from its moments, ``sum r y^2 - 2 b^T sum r z y + b^T G b``
+    (:func:`_m_step`, :func:`_e_step`).
+
+    With ``accelerate``, every third iteration evaluates the squared extrapolation of
+    the last two EM steps (:func:`_extrapolate`) instead of the plain EM iterate, and
+    keeps it only where it is valid and its log-likelihood is at least the previous
+    iterate's (else the plain EM iterate is evaluated): the log-likelihood still never
+    decreases, and the fixed points are those of EM. An iteration is one E-step in
+    either case, so ``max_iter`` bounds the same work.
     """
     m, K, n = R.shape
-    d = ZY.shape[1] - 1
-    iu, ju = tri
-    n_tri = len(iu)
-    eye = np.eye(d)
     runs = np.arange(m)  # original index of every run still in the batch
-    active = np.ones((m, K), dtype=bool)
     ll_old = np.full(m, -np.inf)
     results = [None] * m
-    G = np.empty((m * K, d, d))
-    Ba = np.full((m, K, d + 1), -1.0)  # [B, -1] @ [Z^T; y] is the residual
+    step_max = np.full(m, SQUAREM_STEP_START)
+    theta = _m_step(R, W, np.ones((m, K), dtype=bool), tri, var_floor)
+    hist = []
     for n_iter in range(1, max_iter + 1):
-        mr = len(runs)
-        # M-step: the weighted moments, one run at a time; their first column is the
-        # component's weight (the intercept squared); components below the minimum
-        # prior are dropped first
-        S = np.matmul(R, W)
-        Nk = S[:, :, 0].copy()
-        keep = active & (Nk / n >= MIN_PRIOR)
-        none = ~keep.any(axis=1)
-        if none.any():
-            masked = np.where(active, Nk, -np.inf)
-            keep[none] = (masked == masked.max(axis=1, keepdims=True))[none]
-        if (keep != active).any():
-            R *= keep[:, :, None]
-            S *= keep[:, :, None]
-        active = keep
-        Nk = np.where(active, Nk, 0.0)
-        pi = Nk / Nk.sum(axis=1, keepdims=True)
-        S = S.reshape(mr * K, -1)
-        G = G[: mr * K]
-        G[:, iu, ju] = S[:, :n_tri]
-        G[:, ju, iu] = S[:, :n_tri]
-        scale = np.trace(G, axis1=1, axis2=2) / d
-        b = S[:, n_tri : n_tri + d]
-        ridge = (1e-10 * scale + 1e-300)[:, None, None] * eye
-        B = np.linalg.solve(G + ridge, b[:, :, None])[:, :, 0]
-        rss = S[:, -1] - 2.0 * np.einsum("ij,ij->i", B, b) + np.einsum("ij,ijk,ik->i", B, G, B)
-        act = active.ravel()
-        s2 = np.where(act, np.maximum(rss / Nk.ravel(), var_floor), 1.0)
-        log_pi = np.where(act, np.log(np.where(act, pi.ravel(), 1.0)), -np.inf)
-        # E-step: log pi_c + log N(y; mean_c, s2_c), normalised over the components
-        c = np.sqrt(0.5 / s2)
-        Ba = Ba[:mr]
-        Ba[:, :, :d] = B.reshape(mr, K, d)
-        logp = np.matmul(Ba * c.reshape(mr, K, 1), ZY)
-        logp *= logp
-        np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2))).reshape(mr, K, 1), logp, out=logp)
-        mx = logp.max(axis=1)
-        logp -= mx[:, None, :]
-        R = np.exp(logp, out=logp)
-        tot = R.sum(axis=1)
-        R /= tot[:, None, :]
-        ll = (mx + np.log(tot)).sum(axis=1)
+        phase = (n_iter - 1) % 3
+        if accelerate and phase == 2:
+            theta2 = theta
+            theta, ok, step = _extrapolate(hist[0], hist[1], theta2, step_max)
+            R, ll = _e_step(theta, ZY)
+            bad = ~(ok & (ll >= ll_old))
+            if bad.any():
+                idx = np.flatnonzero(bad)
+                plain = _take(theta2, idx)
+                R[idx], ll[idx] = _e_step(plain, ZY[idx])
+                theta = tuple(t.copy() for t in theta)
+                for t, p in zip(theta, plain):
+                    t[idx] = p
+            # the SQUAREM package's step control: a full step that is kept lets the
+            # next one grow, a step that is refused at the bound shrinks it
+            at_max = step >= step_max
+            step_max = np.where(
+                at_max & ~bad,
+                step_max * SQUAREM_STEP_FACTOR,
+                np.where(at_max & bad, np.maximum(1.0, step_max / SQUAREM_STEP_FACTOR), step_max),
+            )
+            hist = []
+        else:
+            R, ll = _e_step(theta, ZY)
+            hist.append(theta)
         done = np.abs(ll - ll_old) <= REL_TOL * np.abs(ll)
         if n_iter == max_iter:
             done[:] = True
         ll_old = ll
-        if not done.any():
-            continue
-        s22 = s2.reshape(mr, K)
-        for i in np.flatnonzero(done):
-            a = active[i]
-            results[runs[i]] = {
-                "ll": float(ll[i]),
-                "B": Ba[i, a, :d].copy(),
-                "s2": s22[i, a],
-                "pi": pi[i, a],
-                "n_iter": n_iter,
-            }
-        stay = ~done
-        if not stay.any():
-            break
-        runs, active, ll_old = runs[stay], active[stay], ll_old[stay]
-        R, W, ZY = R[stay], W[stay], ZY[stay]
+        if done.any():
+            B, s2, pi, active = theta
+            for i in np.flatnonzero(done):
+                a = active[i]
+                results[runs[i]] = {
+                    "ll": float(ll[i]),
+                    "B": B[i, a].copy(),
+                    "s2": s2[i, a],
+                    "pi": pi[i, a],
+                    "n_iter": n_iter,
+                }
+            stay = np.flatnonzero(~done)
+            if not len(stay):
+                break
+            runs, ll_old, step_max = runs[stay], ll_old[stay], step_max[stay]
+            R, W, ZY = R[stay], W[stay], ZY[stay]
+            theta = _take(theta, stay)
+            hist = [_take(h, stay) for h in hist]
+        theta = _m_step(R, W, theta[3], tri, var_floor)
     return results
 
 
@@ -386,8 +538,9 @@ def _starts(Z, y, ks, n_init, entropy):
     """
     n = Z.shape[0]
     starts, n_comp = [], []
+    ranks = _residual_ranks(Z, y)
     for k in ks:
-        starts.append(_residual_partition(Z, y, k))
+        starts.append(_residual_partition(Z, y, k, ranks))
         starts += [
             np.random.default_rng([*entropy, k, r]).integers(k, size=n) for r in range(1, n_init)
         ]
@@ -424,10 +577,23 @@ def _fit_many(jobs, *, n_init, max_iter, var_floor, heavy_tails=False):
     """
     out = [{} for _ in jobs]
     groups = {}
+    t_fits = {}  # the Student-t single mechanisms, batched by design shape
+    if heavy_tails:
+        by_shape = {}
+        for j, (Z, _, ks, _) in enumerate(jobs):
+            if 1 in ks:
+                by_shape.setdefault(Z.shape, []).append(j)
+        for members in by_shape.values():
+            fits = _student_t_fit_many(
+                np.stack([jobs[j][0] for j in members]),
+                np.stack([jobs[j][1] for j in members]),
+                var_floor,
+            )
+            t_fits.update(zip(members, fits))
     for j, (Z, y, ks, entropy) in enumerate(jobs):
         n, d = Z.shape
         if 1 in ks:
-            out[j][1] = _single_mechanism_fit(Z, y, var_floor, heavy_tails)
+            out[j][1] = _single_mechanism_fit(Z, y, var_floor, heavy_tails, t_fits.get(j))
         em_ks = [k for k in ks if k > 1]
         if em_ks:
             starts, n_comp = _starts(Z, y, em_ks, n_init, entropy)

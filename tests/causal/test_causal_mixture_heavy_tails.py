@@ -78,14 +78,22 @@ def test_real_groups_with_heavy_tailed_noise_stay_mixed():
 )
 def test_student_t_noise_gets_one_component(seed, dof, slope, log_scale):
     """Property: one regression line with Student-t noise (1.5 to 6 degrees of freedom,
-    any slope and noise scale) gets one component."""
+    any slope and noise scale) gets one component; with at most 3 degrees of freedom
+    (infinite kurtosis) the one component is the Student-t mechanism.
+
+    Above 3 degrees of freedom a sample of 500 can be Gaussian to the BIC, and then the
+    Gaussian single mechanism is the right choice, not a bug: the dev profile drew
+    seed 320, dof 5, whose noise has sample excess kurtosis 0.49; the exact Student-t
+    maximum likelihood (scipy's ``t.fit``, nu = 13) gains 2.08 nats over the Gaussian
+    fit, less than the BIC's price of the extra parameter, log(500) / 2 = 3.11."""
     rng = np.random.default_rng(seed)
     n = 500
     x = rng.normal(size=(n, 1))
     y = slope * x[:, 0] + 10.0**log_scale * rng.standard_t(dof, n)
     mix = MixtureOfLinearRegressions(max_components=3, random_state=0).fit(x, y)
     assert mix.n_components_ == 1
-    assert np.isfinite(mix.noise_dof_)
+    if dof <= 3.0:
+        assert np.isfinite(mix.noise_dof_)
 
 
 def test_scale_mixture_noise_mostly_one_component():
