@@ -276,3 +276,10 @@ def test_neural_rows_verdict_branches(monkeypatch, tmp_path, gain):
     res = neural.run_nanoadam(quick=True, out_dir=tmp_path, random_state=0)
     lead = {0.05: "Reproduces", -0.05: "Not reproduced", 0.0: "Does not reproduce"}[gain]
     assert res.verdict.startswith(lead) and res.reproduced is (gain > 0)
+
+
+def test_local_sgd_row_at_its_quick_setting(run_row):
+    """The row as the quick report runs it (3 seeds, two settings: about 3 s)."""
+    row = run_row("local_sgd")
+    assert row["runs"] == 3 and row["value"] > 0 and row["peer value"] > 0
+    assert "tau*zeta*" in row["verdict"]
