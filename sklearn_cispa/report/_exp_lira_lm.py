@@ -83,17 +83,23 @@ def _run(*, quick, out_dir, random_state):
         coin = (f"{100 * flip['coin_flip_share']:.0f}% are coin flips (flip >= "
                 f"{flip['cutoff']:.3f})" if flip["cutoff"] > 0 else
                 f"coin flips are not testable with {flip['n_targets']} targets (6 needed)")
+        flagged = (f"of the {flip['n_positive']} members flagged by some target, "
+                   f"{100 * flip['share_flipping']:.0f}% are not flagged by all and {coin}"
+                   if flip["n_positive"] else "no member is flagged by any target")
         parts.append(
             f"{flip['n_targets']} targets on the same data and initial weights, batch order "
-            f"only: mean flip rate of members {flip['mean_flip_members']:.3f} at 1% FPR; of "
-            f"the {flip['n_positive']} members flagged by some target, "
-            f"{100 * flip['share_flipping']:.0f}% are not flagged by all and {coin}"
+            f"only: mean flip rate of members {flip['mean_flip_members']:.3f} at 1% FPR; "
+            + flagged
         )
+    # a constant extractability (no member's suffix recovered, or all) has no rank
+    # correlation: say so instead of printing nan
+    ext_corr = ("undefined (every member equally extractable)" if rho_ext != rho_ext
+                else f"{rho_ext:+.3f} (p = {p_ext:.2g})")
     parts.append(
         f"exposure vs last step seen: Spearman {rho_last:+.3f} (p = {p_last:.2g}); vs length "
         f"{rho_len:+.3f} (p = {p_len:.2g}); vs extractability (greedy run over a 32-character "
         f"suffix, {n_ext} members of one target, mean {f['extractability_mean']:.3f}) "
-        f"{rho_ext:+.3f} (p = {p_ext:.2g}), top-5% overlap {100 * f['top5_overlap']:.0f}%"
+        f"{ext_corr}, top-5% overlap {100 * f['top5_overlap']:.0f}%"
     )
     if not quick:  # the paper's models see each example once: a few passes here
         from sklearn_cispa.report._lira_lm_eval import lm_epoch_sweep
