@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.stats import binom, norm
+from scipy.stats import binom, genpareto, norm
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions, validate_params
@@ -210,6 +210,61 @@ def _split_green_fractions(bits, n, table, windows):
     if even.all() or not even.any():
         return None
     return green[:, even].mean(axis=1), green[:, ~even].mean(axis=1), even.sum(), (~even).sum()
+
+
+_TAIL_FRACTION = 0.1   # the Pareto tail is fitted to the top 10% of the scores ...
+_TAIL_MIN = 30         # ... and to at least 30 of them
+
+
+def _empirical_quantile(z, fpr):
+    """The ``ceil((1 - fpr) N)``-th smallest of ``z`` (calibration FPR at most ``fpr``)."""
+    k = max(1, math.ceil((1.0 - fpr) * len(z) - 1e-9))
+    return float(np.sort(z)[k - 1])
+
+
+def _pareto_quantile(z, fpr):
+    """The ``1 - fpr`` quantile of ``z`` from a generalised Pareto tail.
+
+    The ``k = max(30, round(0.1 N))`` largest of the ``N`` scores are taken as
+    exceedances over the next one, ``u``; a generalised Pareto distribution (shape ``c``,
+    scale ``s``, location 0) is fitted to them by maximum likelihood and the quantile is
+    ``u + s ((N fpr / k)**(-c) - 1) / c`` (``u + s log(k / (N fpr))`` at ``c = 0``), the
+    peaks-over-threshold estimate. Where ``fpr >= k / N`` (the quantile lies in the
+    bulk), where fewer than ``2 k`` scores are given, or where the fit fails, the
+    empirical quantile is returned.
+    """
+    z = np.sort(np.asarray(z, dtype=np.float64))
+    n = len(z)
+    k = max(_TAIL_MIN, int(round(_TAIL_FRACTION * n)))
+    if fpr * n >= k or n < 2 * k:
+        return _empirical_quantile(z, fpr)
+    u = z[n - k - 1]
+    excess = z[n - k:] - u
+    if not np.ptp(excess) > 0:
+        return _empirical_quantile(z, fpr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        c, _, scale = genpareto.fit(excess, floc=0)
+    q = float(u + genpareto.ppf(1.0 - fpr * n / k, c, loc=0, scale=scale))
+    return q if np.isfinite(q) else _empirical_quantile(z, fpr)
+
+
+def _ordinary_edits(n_levels):
+    """(name, edit) pairs of the default calibration edits, the library's attacks."""
+    def noise(X, sigma):
+        X = np.asarray(X)
+        flat = X.reshape(len(X), -1)
+        return gaussian_noise_attack(flat, sigma, n_levels=n_levels,
+                                     random_state=0).reshape(X.shape)
+
+    return [
+        ("JPEG 50", lambda X: jpeg_attack(X, 50, n_levels=n_levels)),
+        ("JPEG 80", lambda X: jpeg_attack(X, 80, n_levels=n_levels)),
+        ("crop 0.8 + resize", lambda X: crop_resize_attack(X, 0.8, n_levels=n_levels)),
+        ("blur 1.0", lambda X: blur_attack(X, 1.0, n_levels=n_levels)),
+        ("blur 2.0", lambda X: blur_attack(X, 2.0, n_levels=n_levels)),
+        ("noise 2", lambda X: noise(X, 2.0)),
+    ]
 
 
 class BitMarkWatermark(BaseEstimator):
@@ -487,6 +542,31 @@ class BitMarkDetector(BaseEstimator):
         correlation between the scales of one image into account). Samples must then
         have ``sum(scales)`` tokens. None: one null for all tokens, and any number of
         tokens per sample.
+    calibration_edits : "ordinary", list of callables or None, default="ordinary"
+        Edits of the clean calibration images that ``null="empirical"``'s threshold
+        must cover: the threshold is the largest of the ``1 - fpr`` quantiles of the
+        z-scores of the calibration images as given and after each edit, so that a
+        clean image after one of them is not called watermarked. ``"ordinary"``: JPEG
+        quality 50 and 80, crop 0.8 + resize, Gaussian blur sigma 1 and 2, Gaussian
+        noise sigma 2 grey levels (seed 0), by the library's :func:`jpeg_attack`,
+        :func:`crop_resize_attack`, :func:`blur_attack` and
+        :func:`gaussian_noise_attack` on grey images in levels ``0 .. n_levels - 1``
+        (``(n_images, height, width)`` or flat square). A list: callables from images to
+        images of the same shape. None: the calibration images only (the paper's
+        protocol). Used only with ``encoder`` set (bits cannot be edited as images) and
+        ``null="empirical"``; the null itself (``gamma0_``, the variances) is fitted on
+        the unedited images.
+    n_levels : int, default=256
+        Grey levels of the images the ordinary edits see (256 for 8-bit images, 16 for
+        the 4-bit toy generator).
+    tail : {"pareto", "empirical"}, default="pareto"
+        How ``null="empirical"`` takes the ``1 - fpr`` quantile of calibration
+        z-scores. ``"empirical"``: the ``ceil((1 - fpr) N)``-th smallest of ``N``.
+        ``"pareto"``: a generalised Pareto distribution fitted by maximum likelihood to
+        the largest ``max(30, 0.1 N)`` scores over the next one (peaks over
+        threshold), whose quantile uses the whole tail rather than the two or three
+        largest scores at ``fpr=0.001``; the empirical quantile where ``fpr`` is at
+        least that tail's share of ``N`` or fewer than twice its size are given.
 
     Attributes
     ----------
@@ -521,6 +601,12 @@ class BitMarkDetector(BaseEstimator):
         ``"fixed"``), fitted on that scale of the calibration samples.
     scale_weights_ : ndarray of shape (n_scales,)
         With ``scales``: the weight of each scale's z-score in the combined score.
+    calibration_edits_ : tuple of str
+        With ``null="empirical"``: names of the calibration edits applied (empty
+        without ``encoder`` or with ``calibration_edits=None``).
+    edit_thresholds_ : ndarray of shape (n_edits,)
+        With ``null="empirical"``: the ``1 - fpr`` quantile of the calibration
+        z-scores after each edit; ``threshold_`` is at least each of them.
 
     See Also
     --------
@@ -592,11 +678,15 @@ class BitMarkDetector(BaseEstimator):
         "encoder": [callable, None],
         "effective_tokens": [StrOptions({"both", "all", "distinct"})],
         "scales": [tuple, list, None],
+        "calibration_edits": [StrOptions({"ordinary"}), list, tuple, None],
+        "n_levels": [Interval(numbers.Integral, 2, 256, closed="both")],
+        "tail": [StrOptions({"pareto", "empirical"})],
     }
 
     def __init__(self, green=("01", "10"), null="empirical", fpr=0.01, z_threshold=4.0,
                  windows="within_token", count_repeats=True, encoder=None,
-                 effective_tokens="both", scales=None):
+                 effective_tokens="both", scales=None, calibration_edits="ordinary",
+                 n_levels=256, tail="pareto"):
         self.green = green
         self.null = null
         self.fpr = fpr
@@ -606,6 +696,9 @@ class BitMarkDetector(BaseEstimator):
         self.encoder = encoder
         self.effective_tokens = effective_tokens
         self.scales = scales
+        self.calibration_edits = calibration_edits
+        self.n_levels = n_levels
+        self.tail = tail
 
     def _bits(self, X, reset):
         if self.encoder is not None:
@@ -676,6 +769,7 @@ class BitMarkDetector(BaseEstimator):
             The calibrated detector.
         """
         self._n, self._table = _parse_green(self.green)
+        images = X
         bits = self._bits(X, reset=True)
         count, total, teff = self._stats(bits)
         self.n_windows_ = int(_window_codes(bits[:1], self._n, self.windows).shape[1])
@@ -719,9 +813,9 @@ class BitMarkDetector(BaseEstimator):
         if self.scales is not None:
             self._fit_scales(bits)
         if self.null == "empirical":
-            k = max(1, math.ceil((1.0 - self.fpr) * len(count) - 1e-9))
-            quantile = float(np.sort(self.z_clean_)[k - 1])
-            if self.fpr * (len(count) + 1) < 1:
+            quantile = self._tail_quantile(self.z_clean_)
+            self.calibration_edits_, self.edit_thresholds_ = self._edit_thresholds(images)
+            if self.fpr * (len(count) + 1) < 1 and self.tail == "empirical":
                 warnings.warn(
                     f"fpr={self.fpr:g} needs at least {math.ceil(1 / self.fpr) - 1} clean "
                     f"calibration samples; with {len(count)} the empirical quantile is the "
@@ -732,11 +826,61 @@ class BitMarkDetector(BaseEstimator):
                     stacklevel=2,
                 )
             # a quantile resting on a handful of clean samples is noisy: never go below
-            # the normal tail of the standardised null
-            self.threshold_ = max(quantile, float(norm.isf(self.fpr)))
+            # the normal tail of the standardised null; the edited calibration images
+            # must be covered too
+            self.threshold_ = max(quantile, float(norm.isf(self.fpr)),
+                                  *self.edit_thresholds_)
         else:
             self.threshold_ = float(self.z_threshold)
         return self
+
+    def _tail_quantile(self, z):
+        if self.tail == "pareto":
+            return _pareto_quantile(z, self.fpr)
+        return _empirical_quantile(z, self.fpr)
+
+    def _resolve_edits(self):
+        """(name, callable) pairs of ``calibration_edits`` (empty without an encoder)."""
+        edits = self.calibration_edits
+        if edits is None or self.encoder is None:
+            return []
+        if isinstance(edits, str):
+            return _ordinary_edits(int(self.n_levels))
+        out = []
+        for i, edit in enumerate(edits):
+            if not callable(edit):
+                raise ValueError(
+                    f"calibration_edits must be 'ordinary', None or a list of callables "
+                    f"(images -> images); item {i} is {edit!r}."
+                )
+            out.append((getattr(edit, "__name__", f"edit {i}"), edit))
+        return out
+
+    def _score_bits(self, bits):
+        if self.scales is not None:
+            raw = self._scale_z(bits) @ self.scale_weights_
+            return (raw - self._combined_center) / self._combined_scale
+        return self._z_of(bits)
+
+    def _edit_thresholds(self, images):
+        """Names of the calibration edits and the ``1 - fpr`` quantile of the z-scores of
+        the clean calibration images after each."""
+        names, thresholds = [], []
+        for name, edit in self._resolve_edits():
+            try:
+                edited = edit(images)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(
+                    f"The calibration edit {name!r} failed on the calibration images "
+                    f"({exc}). calibration_edits='ordinary' edits grey images of shape "
+                    f"(n_images, height, width) or flat square ones, in grey levels 0 .. "
+                    f"n_levels - 1 = {self.n_levels - 1}; pass calibration_edits=None or "
+                    f"a list of callables for other images."
+                ) from exc
+            bits = self._bits(edited, reset=False)
+            names.append(name)
+            thresholds.append(self._tail_quantile(self._score_bits(bits)))
+        return tuple(names), np.array(thresholds, dtype=np.float64)
 
     def _scale_edges(self, n_tokens):
         sizes = [int(v) for v in self.scales]
@@ -907,11 +1051,7 @@ class BitMarkDetector(BaseEstimator):
             model of ``effective_tokens``); with ``scales``, the combined score.
         """
         check_is_fitted(self)
-        if self.scales is not None:
-            raw = self._scale_z(self._bits(X, reset=False)) @ self.scale_weights_
-            z = (raw - self._combined_center) / self._combined_scale
-        else:
-            z = self._z_of(self._bits(X, reset=False))
+        z = self._score_bits(self._bits(X, reset=False))
         self._check_population(z)
         return z
 
