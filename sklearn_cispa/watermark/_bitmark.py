@@ -815,12 +815,13 @@ class BitMarkDetector(BaseEstimator):
         if self.null == "empirical":
             quantile = self._tail_quantile(self.z_clean_)
             self.calibration_edits_, self.edit_thresholds_ = self._edit_thresholds(images)
-            if self.fpr * (len(count) + 1) < 1 and self.tail == "empirical":
+            if self.fpr * (len(count) + 1) < 1:
                 warnings.warn(
                     f"fpr={self.fpr:g} needs at least {math.ceil(1 / self.fpr) - 1} clean "
                     f"calibration samples; with {len(count)} the empirical quantile is the "
                     f"largest clean z-score, whose false-positive rate on new clean samples "
-                    f"is about 1/{len(count) + 1}; the threshold is the normal tail of "
+                    f"is about 1/{len(count) + 1} (tail='pareto' extrapolates past it "
+                    f"from the top scores); the threshold is the normal tail of "
                     f"the standardised null, norm.isf(fpr), where that is higher.",
                     UserWarning,
                     stacklevel=2,

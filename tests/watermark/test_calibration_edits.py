@@ -120,3 +120,54 @@ def test_china_alone_within_twice_nominal(china, china_detectors, name, fpr):
         warnings.simplefilter("ignore", UserWarning)
         rate = china_detectors[fpr].predict(PROCESSING[name](china[1])).mean()
     assert rate <= 2 * fpr
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    """Grey 8 x 8 patches of matplotlib's bundled Grace Hopper photo (4800), in halves:
+    a source the detector's defaults were not chosen on."""
+    cbook = pytest.importorskip("matplotlib.cbook")
+    from PIL import Image
+
+    with Image.open(cbook.get_sample_data("grace_hopper.jpg")) as im:
+        rgb = np.asarray(im.convert("RGB"), dtype=np.float64)
+    X = _tiles(np.rint(rgb @ [0.299, 0.587, 0.114]).astype(np.int64))
+    perm = np.random.default_rng(0).permutation(len(X))
+    return X[perm[: len(X) // 2]], X[perm[len(X) // 2 :]]
+
+
+def _pil_edit(X, edit):
+    from PIL import Image
+
+    out = np.empty_like(X)
+    for i, x in enumerate(X):
+        out[i] = np.asarray(edit(Image.fromarray(x.astype(np.uint8), "L")))
+    return out
+
+
+def _unseen_edits():
+    from PIL import ImageEnhance, ImageFilter
+
+    return {
+        "median3": lambda X: _pil_edit(X, lambda p: p.filter(ImageFilter.MedianFilter(3))),
+        "contrast0.8": lambda X: _pil_edit(X, lambda p: ImageEnhance.Contrast(p).enhance(0.8)),
+        "sharpen": lambda X: _pil_edit(X, lambda p: p.filter(ImageFilter.SHARPEN)),
+        "brightness1.06": lambda X: _pil_edit(
+            X, lambda p: ImageEnhance.Brightness(p).enhance(1.06)),
+    }
+
+
+@pytest.mark.parametrize("fpr", [0.01, 0.001])
+def test_unseen_source_within_twice_nominal(hopper, fpr):
+    """Grace Hopper, calibrated on 2400 patches: the other 2400, raw, after the issue's
+    processings and after four edits outside the calibration list (median, contrast,
+    sharpen, brightness). Measured over 3 halves with the default: at most 1.00% at 1%
+    and 0.17% at 0.1% (contrast x0.8); with calibration_edits=None and tail="empirical"
+    blur 1.0 / 1.5 reached 0.38% at 0.1%, median 0.29%, contrast 0.29%."""
+    det = BitMarkDetector(fpr=fpr, encoder=grey_bits).fit(hopper[0])
+    rates = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for name, f in {**PROCESSING, **_unseen_edits()}.items():
+            rates[name] = det.predict(f(hopper[1])).mean()
+    assert max(rates.values()) <= 2 * fpr, rates
