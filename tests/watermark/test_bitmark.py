@@ -226,7 +226,7 @@ def test_count_repeats_false_counts_distinct_ngrams():
 def test_empirical_threshold_is_the_upper_order_statistic():
     rng = np.random.default_rng(0)
     bits = rng.integers(0, 2, size=(250, 16, 4))
-    det = BitMarkDetector(fpr=0.02).fit(bits)
+    det = BitMarkDetector(fpr=0.02, tail="empirical").fit(bits)
     # ceil(0.98 * 250) = 245th smallest
     assert det.threshold_ == np.sort(det.z_clean_)[244]
     assert np.mean(det.z_clean_ > det.threshold_) <= 0.02
@@ -452,7 +452,8 @@ def test_pipeline_and_encoder_on_images(gen, samples, detector):
     z = pipe.score_samples(marked_images)
     np.testing.assert_allclose(z, detector.score_samples(samples[2.0]))
     assert pipe.predict(marked_images).mean() > 0.95
-    enc = BitMarkDetector(encoder=gen.encode).fit(clean_images)
+    # (no calibration edits: the bits-only pipeline cannot edit images)
+    enc = BitMarkDetector(encoder=gen.encode, calibration_edits=None).fit(clean_images)
     np.testing.assert_allclose(enc.decision_function(marked_images),
                                detector.decision_function(samples[2.0]))
     before = clean_images.copy()

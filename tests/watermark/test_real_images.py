@@ -63,8 +63,9 @@ def test_real_photos_are_over_dispersed(real_detector):
 @pytest.mark.parametrize("fpr", [0.01, 0.001])
 def test_fpr_on_held_out_real_patches(patches, fpr):
     det = BitMarkDetector(fpr=fpr, encoder=grey_bits).fit(patches[0])
-    # 4240 held-out patches; measured 0.71% at 1% and 0.00% at 0.1% (effective_tokens=
-    # "all": 0.85% and 0.00%)
+    # 4240 held-out patches; measured with the default (edited calibration, Pareto
+    # tail) 0.26% at 1% and 0.00% at 0.1%; calibrated on the clean patches alone 0.71%
+    # and 0.00% (effective_tokens="all": 0.85% and 0.00%)
     assert _flagged(det, patches[1]) <= 2 * fpr
 
 
@@ -103,8 +104,10 @@ def strict_detector(patches):
 
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_processed_clean_patches_are_not_accused(real_detector, processed, name):
-    # at the clean threshold (no re-calibration); measured at 1%: JPEG 50/75/95 0.50/0.47/
-    # 0.57%, crop 0.75/0.95 0.78/0.71%, blur 1.0/1.5 0.97/1.20%, noise 1/4 0.66/0.12%
+    # at the fitted threshold (no re-calibration on the processed images); measured at
+    # 1% with the default: JPEG 50/75/95 0.19/0.19/0.21%, crop 0.75 0.42%, blur 1.0/1.5
+    # 0.54/0.85%, noise 1/4 0.24/0.02%; calibrated on the clean patches alone JPEG
+    # 0.47-0.57%, crop 0.71-0.78%, blur 0.97/1.20%, noise 0.12-0.66%
     assert _flagged(real_detector, processed(name)) <= 0.02
 
 
@@ -128,9 +131,13 @@ def test_either_model_alone_accuses_some_processing(patches, processed, effectiv
     50 and 0.28% at JPEG 75, over 2x nominal). "distinct" alone trusts textured patches
     too much and flags blurred ones more than the default (2.2% against 1.2% at 1%,
     blur 1.5, over 3 halves)."""
-    default = BitMarkDetector(fpr=fpr, encoder=grey_bits).fit(patches[0])
-    alone = BitMarkDetector(fpr=fpr, encoder=grey_bits,
-                            effective_tokens=effective_tokens).fit(patches[0])
+    # the variance models compared on the clean calibration images alone (with the
+    # default calibration_edits the "all" model's threshold also covers JPEG 50, and
+    # flags 0.00% there)
+    plain = {"calibration_edits": None, "tail": "empirical"}
+    default = BitMarkDetector(fpr=fpr, encoder=grey_bits, **plain).fit(patches[0])
+    alone = BitMarkDetector(fpr=fpr, encoder=grey_bits, effective_tokens=effective_tokens,
+                            **plain).fit(patches[0])
     X = processed(name)
     assert _flagged(alone, X) > _flagged(default, X)
     assert _flagged(default, X) <= 2 * fpr
@@ -250,10 +257,16 @@ def _psnr(a, b):
 
 def test_robustness_at_the_clean_threshold_on_8_bit_images(eight_bit):
     """delta = 2 on an 8-bit generator fitted on real patches, the threshold calibrated on
-    clean samples only: TPR >= 0.9 wherever the attack keeps PSNR >= 30 dB."""
+    clean samples only (and their ordinary edits, the default): TPR >= 0.9 wherever the
+    attack keeps PSNR >= 30 dB. Measured at the edited-calibrated threshold (2.94 against
+    2.33 without edits): noise 2 / 4 1.000, JPEG 95 / 90 / 85 1.000 / 1.000 / 0.990
+    (42 / 36 / 33 dB); JPEG 75 (29 dB) 0.857."""
     det, marked = eight_bit
     attacks = [lambda X: gaussian_noise_attack(X, 4.0, n_levels=256, random_state=0),
+               lambda X: gaussian_noise_attack(X, 2.0, n_levels=256, random_state=0),
                lambda X: jpeg_attack(X, 95, n_levels=256),
+               lambda X: jpeg_attack(X, 90, n_levels=256),
+               lambda X: jpeg_attack(X, 85, n_levels=256),
                lambda X: jpeg_attack(X, 75, n_levels=256),
                lambda X: blur_attack(X, 0.5, n_levels=256)]
     checked = 0
@@ -263,7 +276,7 @@ def test_robustness_at_the_clean_threshold_on_8_bit_images(eight_bit):
         if psnr >= 30:
             checked += 1
             assert _flagged(det, out) >= 0.9, psnr
-    assert checked >= 2   # noise 4 (36 dB) and JPEG 95 (42 dB) at least
+    assert checked >= 5   # noise 2 and 4, JPEG 95, 90, 85 (33-42 dB) at least
 
 
 @pytest.mark.parametrize("mode", ["remove", "reference"])
