@@ -63,7 +63,7 @@ def _run(*, quick, out_dir, random_state):
     per_seed = {k: [] for k in ("memorized", "stopped", "units", "ppl", "kept", "control",
                                 "act_rank_stopped", "act_rank_ppl", "min_units",
                                 "control_ppl", "min_le_8", "near_min")}
-    first, n_none = None, 0
+    first, n_none, n_near, n_mem = None, 0, 0, 0
     for i in range(n_seeds):
         lm, heldout, canaries = train_canary_model(random_state + i, **setting)
         out = canary_benchmark(lm, heldout, canaries, random_state=random_state + i)
@@ -91,11 +91,12 @@ def _run(*, quick, out_dir, random_state):
             # issue 38's target, over the memorised canaries: the located set stops
             # extraction, has <= 1.5x the exact minimum's units and costs <= 1.5x its
             # held-out perplexity change
-            per_seed["near_min"].append(np.mean([
-                r["localized"] and not r["extracted_after"]
-                and r["units"] <= 1.5 * r["min_units"]
-                and r["ppl_change"] <= 1.5 * max(r.get("min_set_ppl_change", 0.0), 0.0)
-                for r in mem]))
+            near = [r["localized"] and not r["extracted_after"]
+                    and r["units"] <= 1.5 * r["min_units"]
+                    and r["ppl_change"] <= 1.5 * max(r.get("min_set_ppl_change", 0.0), 0.0)
+                    for r in mem]
+            per_seed["near_min"].append(np.mean(near))
+            n_near, n_mem = n_near + sum(near), n_mem + len(mem)
             per_seed["act_rank_stopped"].append(
                 np.mean([not r["act_rank_extracted_after"] for r in loc]))
             per_seed["act_rank_ppl"].append(
@@ -184,6 +185,16 @@ def _run(*, quick, out_dir, random_state):
         f"located sets cost {_f(ppl, '+.1f')}% held-out perplexity (as many random units: "
         f"{_f(stats['control_ppl'][0], '+.1f')}%)."
     )
+    verdict += f" ({n_near} of {n_mem} memorised canaries within 1.5x of the minimum.)"
+    if quick:
+        # issue 38, item 3: the quick model (128 units, 5 epochs, 15 copies) has smaller
+        # exact minima (2-10 units on seeds 0-2) than the full one (17-22): a set one or
+        # a few units above such a minimum already exceeds 1.5x (measured 10 of 15 on
+        # seeds 0-2, 2026-12-05); same locator defaults
+        verdict += (" Quick mode: a 128-unit model with smaller exact minima, where one "
+                    "extra unit can exceed 1.5x; the full-size setting (256 units, "
+                    "canary_ci_setting) measured 21 of 25 canaries (84%) on seeds 0-4 "
+                    "(tests/memorization/test_canary_benchmark.py, user guide).")
     if n_none:
         verdict += (f" {n_none} of {n_seeds} seeds memorise no canary and are left out "
                     "of the means.")
