@@ -91,9 +91,15 @@ def _run(*, quick, out_dir, random_state):
                                minimal=False, greedy=True, editing=True,
                                n_controls=1 if quick else 5,
                                editing_steps=10 if quick else 30)
-        first = first or out
-        per_seed.append(summarise(out["rows"]))
-    stats = {k: mean_sd([s[k] for s in per_seed]) for k in per_seed[0]}
+        if first is None and any(r["localized"] for r in out["rows"]):
+            first = (random_state + i, out)  # the figure's seed: the first that localises
+        if any(r["memorized"] for r in out["rows"]):
+            per_seed.append(summarise(out["rows"]))
+    # seeds that memorise no canary have nothing to localise: left out of the means, counted
+    n_none = n_seeds - len(per_seed)
+    # a seed that memorises but localises none has no unit count etc.: left out of those
+    stats = ({k: mean_sd([s[k] for s in per_seed if np.isfinite(s[k])]) for k in per_seed[0]}
+             if per_seed else None)
 
     wide = None
     if not quick:  # one block of width 1024: the threshold search against greedy
@@ -107,51 +113,97 @@ def _run(*, quick, out_dir, random_state):
             wide_units += [r["units"] for r in rows]
             wide_greedy += [r["greedy_units"] for r in rows]
             wide_calls += [r["n_oracle_calls"] for r in rows]
-        wide = dict(units=float(np.median(wide_units)), greedy=float(np.median(wide_greedy)),
-                    calls=float(np.median(wide_calls)), n=len(wide_units))
+        wide = (dict(units=float(np.median(wide_units)),
+                     greedy=float(np.median(wide_greedy)),
+                     calls=float(np.median(wide_calls)), n=len(wide_units))
+                if wide_units else dict(n=0))
 
     figures = ()
     plt = get_pyplot()
     if plt is not None:
         fig, ax = plt.subplots(figsize=(6, 3.6))
-        rows = [r for r in first["rows"] if r["localized"]]
-        x = np.arange(len(rows))
-        ax.bar(x - 0.2, [r["units"] for r in rows], 0.4, label="units kept")
-        ax.axhline(8, color="grey", ls=":", label="budget (8 units)")
-        ax2 = ax.twinx()
-        ax2.bar(x + 0.2, [100 * r["ppl_change"] for r in rows], 0.4, color="tab:orange",
-                label="held-out perplexity change (%)")
-        ax.set_xticks(x, [r["canary"] for r in rows])
-        ax.set_ylabel("units kept")
-        ax2.set_ylabel("perplexity change (%)")
-        h0, l0 = ax.get_legend_handles_labels()
-        h1, l1 = ax2.get_legend_handles_labels()
-        ax2.legend(h0 + h1, l0 + l1, fontsize=7, loc="upper left")
-        ax.set_title(f"2-block character GPT-2, seed {random_state}")
+        if first is None:
+            ax.text(0.5, 0.5, f"no canary localised in any of the {n_seeds} seeds",
+                    ha="center", va="center", transform=ax.transAxes)
+            ax.set_axis_off()
+        else:
+            seed, out = first
+            rows = [r for r in out["rows"] if r["localized"]]
+            x = np.arange(len(rows))
+            ax.bar(x - 0.2, [r["units"] for r in rows], 0.4, label="units kept")
+            ax.axhline(8, color="grey", ls=":", label="budget (8 units)")
+            ax2 = ax.twinx()
+            ax2.bar(x + 0.2, [100 * r["ppl_change"] for r in rows], 0.4, color="tab:orange",
+                    label="held-out perplexity change (%)")
+            ax.set_xticks(x, [r["canary"] for r in rows])
+            ax.set_ylabel("units kept")
+            ax2.set_ylabel("perplexity change (%)")
+            h0, l0 = ax.get_legend_handles_labels()
+            h1, l1 = ax2.get_legend_handles_labels()
+            ax2.legend(h0 + h1, l0 + l1, fontsize=7, loc="upper left")
+            ax.set_title(f"2-block character GPT-2, seed {seed}")
         fig.tight_layout()
         figures = save_figure(fig, out_dir, "neurons_gpt2_canaries.png")
+
+    settings = (
+        f"make_canary_corpus + TransformerLanguageModel('gpt2', n_layer=2, n_embd=64, "
+        f"n_head=4, n_inner=256, char tokenizer) {setting}, locator defaults "
+        f"(method='threshold'), X_ref = "
+        f"held-out text; greedy margin search (method='greedy'); gradient ascent "
+        f"(language.gradient_ascent_unlearning, Adam lr 1e-4, up to 30 steps, 10 in "
+        f"quick mode) at most "
+        f"the mask's perplexity cost; {n_seeds} seeds"
+        + ("" if quick else "; width 1024: the same with n_layer=1, n_inner=1024")
+    )
+    if stats is None:
+        return ExperimentResult(
+            metric="memorised canaries stopped by <= 8 located units",
+            value=0.0,
+            value_sd=0.0,
+            peer="activation ranking at the same unit budget (in-library baseline)",
+            peer_value=float("nan"),  # nothing localised: no baseline at its budget
+            n_runs=n_seeds,
+            settings=settings,
+            details=(f"no canary memorised in any of the {n_seeds} seeds: nothing to "
+                     "localise (the value 0 counts no stopped canary)"),
+            target=_target(quick),
+            verdict=(f"Does not reproduce the target: none of the {n_seeds} seeds "
+                     "memorises a canary at this setting, so there is nothing to localise "
+                     "(train longer or plant more copies)."),
+            reproduced=False,
+            outcome="not reproduced",
+            figures=figures,
+        )
 
     stopped, ppl = stats["stopped_le_8"][0], stats["ppl"][0]
     control, kept = stats["control_stopped"][0], stats["kept"][0]
     calls = stats["oracle_calls"][0]
-    met = (stopped >= 0.8 and ppl < 1.0 and control <= 0.05 and kept >= 0.8
-           and calls <= 100)
+    # nan (nothing localised) fails every comparison: the target is then not met
+    met = bool(stopped >= 0.8 and ppl < 1.0 and control <= 0.05 and kept >= 0.8
+               and calls <= 100)
+    none = (f" {n_none} of {n_seeds} seeds memorise no canary and are left out of the "
+            f"means." if n_none else "")
     verdict = (
         f"{100 * stopped:.0f}% of memorised canaries are stopped by <= 8 located units "
-        f"(median {stats['units'][0]:.0f} units, {calls:.0f} oracle calls) at "
-        f"{ppl:+.2f}% held-out perplexity; matched random controls stop "
-        f"{100 * control:.0f}%, {100 * kept:.0f}% of the other canaries stay extractable. "
+        f"(median {_f(stats['units'][0], '.0f')} units, {_f(calls, '.0f')} oracle calls) "
+        f"at {_f(ppl, '+.2f')}% held-out perplexity; matched random controls stop "
+        f"{_f(100 * control, '.0f')}%, {_f(100 * kept, '.0f')}% of the other canaries "
+        f"stay extractable. "
         f"Greedy margin search: {100 * stats['greedy_le_8'][0]:.0f}% by <= 8 units "
-        f"(median {stats['greedy_units'][0]:.0f}). Gradient ascent on the canary at the "
-        f"mask's perplexity cost stops {100 * stats['ga_stopped'][0]:.0f}% and keeps "
-        f"{100 * stats['ga_kept'][0]:.0f}% of the others."
+        f"(median {_f(stats['greedy_units'][0], '.0f')}). Gradient ascent on the canary "
+        f"at the mask's perplexity cost stops {_f(100 * stats['ga_stopped'][0], '.0f')}% "
+        f"and keeps {_f(100 * stats['ga_kept'][0], '.0f')}% of the others." + none
     )
     if wide is not None:
-        met = met and wide["units"] <= 2 * wide["greedy"]
-        verdict += (
-            f" One block of width 1024: median {wide['units']:.0f} units against greedy's "
-            f"{wide['greedy']:.0f} ({wide['calls']:.0f} oracle calls)."
-        )
+        if wide["n"]:
+            met = met and wide["units"] <= 2 * wide["greedy"]
+            verdict += (
+                f" One block of width 1024: median {wide['units']:.0f} units against "
+                f"greedy's {wide['greedy']:.0f} ({wide['calls']:.0f} oracle calls)."
+            )
+        else:
+            met = False
+            verdict += " One block of width 1024: no canary localised by both searches."
     verdict = ("Reproduces the target: " if met else "Does not reproduce the target: "
                ) + verdict
     return ExperimentResult(
@@ -161,41 +213,45 @@ def _run(*, quick, out_dir, random_state):
         peer="activation ranking at the same unit budget (in-library baseline)",
         peer_value=stats["act_rank_stopped"][0],
         peer_sd=stats["act_rank_stopped"][1],
-        n_runs=n_seeds,
-        settings=(
-            f"make_canary_corpus + TransformerLanguageModel('gpt2', n_layer=2, n_embd=64, "
-            f"n_head=4, n_inner=256, char tokenizer) {setting}, locator defaults "
-            f"(method='threshold'), X_ref = "
-            f"held-out text; greedy margin search (method='greedy'); gradient ascent "
-            f"(language.gradient_ascent_unlearning, Adam lr 1e-4, up to 30 steps, 10 in "
-            f"quick mode) at most "
-            f"the mask's perplexity cost; {n_seeds} seeds"
-            + ("" if quick else "; width 1024: the same with n_layer=1, n_inner=1024")
-        ),
+        n_runs=len(per_seed),
+        settings=settings,
         details=(
-            f"memorised {stats['memorized'][0]:.2f}; perplexity change {ppl:+.2f} ± "
-            f"{stats['ppl'][1]:.2f}%; random controls stop {control:.2f}; other canaries "
-            f"kept {kept:.2f}; median units {stats['units'][0]:.1f}, oracle calls "
-            f"{calls:.0f}; greedy: <= 8 units {stats['greedy_le_8'][0]:.2f}, median units "
-            f"{stats['greedy_units'][0]:.1f}, calls {stats['greedy_calls'][0]:.0f}, kept "
-            f"{stats['greedy_kept'][0]:.2f}; gradient ascent at equal cost: stopped "
-            f"{stats['ga_stopped'][0]:.2f}, kept {stats['ga_kept'][0]:.2f}; until forgotten: "
-            f"{stats['ga_forget_ppl'][0]:+.2f}% perplexity, kept "
-            f"{stats['ga_forget_kept'][0]:.2f}"
+            f"seeds with a memorised canary {len(per_seed)} of {n_seeds}; memorised "
+            f"{stats['memorized'][0]:.2f}; perplexity change {_f(ppl, '+.2f')} ± "
+            f"{_f(stats['ppl'][1], '.2f')}%; random controls stop {_f(control, '.2f')}; "
+            f"other canaries kept {_f(kept, '.2f')}; median units "
+            f"{_f(stats['units'][0], '.1f')}, oracle calls {_f(calls, '.0f')}; greedy: "
+            f"<= 8 units {stats['greedy_le_8'][0]:.2f}, median units "
+            f"{_f(stats['greedy_units'][0], '.1f')}, calls "
+            f"{_f(stats['greedy_calls'][0], '.0f')}, kept "
+            f"{_f(stats['greedy_kept'][0], '.2f')}; gradient ascent at equal cost: stopped "
+            f"{_f(stats['ga_stopped'][0], '.2f')}, kept {_f(stats['ga_kept'][0], '.2f')}; "
+            f"until forgotten: {_f(stats['ga_forget_ppl'][0], '+.2f')}% perplexity, kept "
+            f"{_f(stats['ga_forget_kept'][0], '.2f')}"
             + ("; width 1024 not run in quick mode" if wide is None else
+               "; width 1024: no canary localised by both" if not wide["n"] else
                f"; width 1024 (n={wide['n']}): median units {wide['units']:.0f} vs greedy "
                f"{wide['greedy']:.0f}, calls {wide['calls']:.0f}")
         ),
-        target=(
-            "issue 38, over 3 seeds: >= 80% of memorised canaries stopped by <= 8 located "
-            "units, held-out perplexity +< 1%, matched random controls (same count per "
-            "layer) stop <= 5%, >= 80% of the other canaries kept, median oracle calls per "
-            "canary <= 100"
-            + ("" if quick else "; one block of width 1024: the locator's median units "
-               "within 2x of the greedy margin search's")
-        ),
+        target=_target(quick),
         verdict=verdict,
         reproduced=met,
         outcome="reproduced" if met else "not reproduced",
         figures=figures,
+    )
+
+
+def _f(x, spec):
+    """``format(x, spec)``, or "n/a" where nothing was measured (nan)."""
+    return format(x, spec) if np.isfinite(x) else "n/a"
+
+
+def _target(quick):
+    return (
+        "issue 38, over 3 seeds: >= 80% of memorised canaries stopped by <= 8 located "
+        "units, held-out perplexity +< 1%, matched random controls (same count per "
+        "layer) stop <= 5%, >= 80% of the other canaries kept, median oracle calls per "
+        "canary <= 100"
+        + ("" if quick else "; one block of width 1024: the locator's median units "
+           "within 2x of the greedy margin search's")
     )

@@ -145,3 +145,23 @@ def test_bad_oracles_and_ids_get_clear_errors(memorised):
         greedy_extraction_oracle(lm, [1, 2], [10_000])
     with pytest.raises(TypeError, match="fitted TransformerLanguageModel"):
         CriticalNeuronLocator(TransformerLanguageModel()).fit(ref)
+
+
+@pytest.mark.gpu
+def test_locator_on_a_cuda_model_matches_the_cpu_statistics():
+    """device="cuda" (issue 38): the reference pass and a mask run on the GPU; the
+    statistics agree with the CPU ones to float32 accuracy."""
+    model = _tiny("gpt2")
+    X = np.random.default_rng(0).integers(0, VOCAB, size=(4, 12))
+    cpu = CriticalNeuronLocator(model).fit(X)
+    gpu_model = _tiny("gpt2").to("cuda")
+    gpu = CriticalNeuronLocator(gpu_model, device="cuda").fit(X)
+    for layer in cpu.layers_:
+        np.testing.assert_allclose(gpu.mu_[layer], cpu.mu_[layer], rtol=1e-4, atol=1e-5)
+    [res] = gpu.localize([X[0, :5]], [X[0, 5:8]])
+    assert isinstance(res["memorized_before"], bool)
+    ids = torch.as_tensor(X[:1], device="cuda")
+    before = gpu_model(ids).logits
+    with NeuronMask(gpu_model, [(cpu.layers_[0], 0)]):
+        gpu_model(ids)
+    assert torch.equal(gpu_model(ids).logits, before) and _no_hooks(gpu_model)

@@ -49,38 +49,51 @@ def test_gasp_row_on_two_seeds_per_block(monkeypatch, shrink, run_row, quick):
 
 
 def test_neurons_row_at_its_quick_setting(monkeypatch, run_row):
-    """The row at its own quick setting: with a smaller corpus or training no canary is
-    memorised in the first seed, and the row's figure code then raises ("max() arg is an
-    empty sequence"; reported to the row's owner)."""
-    # (the row states no target yet: issue 32's target cell, owned by the row's module)
-    row = run_row("neurons", target=False)
+    """The row at its own quick setting (every seed memorises some canary)."""
+    row = run_row("neurons")
     assert row["runs"] == 3 and row["figures"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with no memorised canary the row's verdict prints nan (median nan units, "
-    "+nan% perplexity) into report.csv; reported to the row's owner",
-)
-def test_neurons_gpt2_row_on_a_tiny_corpus(monkeypatch, run_row):
+TINY_GPT2 = dict(n_chars=1000, n_canaries=2, n_copies=6, heldout_chars=1000, max_steps=4,
+                 block_size=16, batch_size=4, lr=6e-3, warmup_steps=1)
+# the window MLP at this size memorises no canary (checked in the test)
+TINY_MLP = dict(n_chars=1500, n_canaries=2, n_copies=3, heldout_chars=1500, max_epochs=1,
+                alpha=1e-4, hidden=16)
+
+
+def test_neurons_gpt2_row_with_no_memorised_canary(monkeypatch, run_row):
+    """No canary memorised in any seed: the verdict says so in the fixed vocabulary, no
+    nan, and the figure says that nothing was localised."""
     pytest.importorskip("transformers")
-    tiny = dict(
-        n_chars=1000,
-        n_canaries=2,
-        n_copies=6,
-        heldout_chars=1000,
-        max_steps=4,
-        block_size=16,
-        batch_size=4,
-        lr=6e-3,
-        warmup_steps=1,
-    )
-    monkeypatch.setattr(neurons_gpt2, "canary_transformer_setting", lambda quick=False: dict(tiny))
-    # (the row states no target yet: issue 32's target cell, owned by the row's module)
-    # no canary is memorised at this size, so the editing baseline (the peer) has no
-    # value: the row reports it empty rather than failing
-    row = run_row("neurons_gpt2", peer=False, target=False)
+    monkeypatch.setattr(neurons_gpt2, "canary_transformer_setting",
+                        lambda quick=False: dict(TINY_GPT2))
+    # no canary is memorised at this size, so the peer (activation ranking) has no value
+    row = run_row("neurons_gpt2", peer=False)
+    assert row["outcome"] == "not reproduced" and row["reproduced"] is False
+    assert "memorises a canary" in row["verdict"] and row["value"] == 0.0
     assert row["runs"] == 3 and row["figures"]
+
+
+def test_neurons_row_with_no_memorised_canary(monkeypatch, run_row):
+    monkeypatch.setattr(neurons, "QUICK_SETTING", dict(TINY_MLP))
+    row = run_row("neurons", peer=False)
+    assert row["outcome"] == "not reproduced" and row["reproduced"] is False
+    assert "memorises a canary" in row["verdict"] and row["value"] == 0.0
+    assert row["runs"] == 3 and row["figures"]
+
+
+def test_neurons_row_leaves_out_a_seed_that_memorises_none(monkeypatch, run_row):
+    """Seed 1 of 3 trained at a size that memorises no canary: it is left out of the
+    means and counted; the figure uses seed 0."""
+    train = neurons.train_canary_model
+
+    def one_tiny(random_state, **setting):
+        return train(random_state, **(TINY_MLP if random_state == 1 else setting))
+
+    monkeypatch.setattr(neurons, "train_canary_model", one_tiny)
+    row = run_row("neurons")
+    assert "1 of 3 seeds memorise no canary" in row["verdict"]
+    assert row["runs"] == 2 and "seeds with a memorised canary 2 of 3" in row["details"]
 
 
 def test_bitmark_row_with_one_attack_per_family(monkeypatch, run_row):
