@@ -19,7 +19,10 @@ seconds on a quiet 2-core machine:
   cluster outside ASV (``/tmp`` script, 3 alternating repeats, 2-core machine under
   load): 1.75-1.79x at 2 Dask workers, the target's scores identical to the serial
   fit's; this benchmark's own run gave 1.82x (Dask) and 1.06x (loky; the cause was
-  not investigated).
+  not investigated). Rerun 2026-12-05 with this class's ``track_speedup`` (Dask) on
+  the 2-core machine at load average 6-8: 0.97x and 0.91x, which says nothing about the
+  scale-out (two workers get no more CPU than one process at that load); serial and
+  Dask fits (16 paragraphs, 4 references, 5 steps) gave identical statistics.
 
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process, set up for
