@@ -76,6 +76,58 @@ class KeywordObjective:
         return self.judge(prompt, self.target(prompt))
 
 
+def _bigrams(word):
+    w = f"_{word}_"
+    return [w[i:i + 2] for i in range(len(w) - 1)]
+
+
+def word_similarity(word, keyword):
+    """Dice coefficient of the padded character bigrams of two words, in [0, 1]."""
+    a, b = _bigrams(word), _bigrams(keyword)
+    common = sum(min(a.count(g), b.count(g)) for g in set(a))
+    return 2.0 * common / (len(a) + len(b))
+
+
+class GradedKeywordObjective:
+    """A graded toy judge of a goal-dependent keyword target (picklable; issue 36).
+
+    GASP's judge averages rubric items each graded in [0, 2] (spec section 5), so a
+    response that goes part of the way earns partial credit, where the binary
+    :class:`KeywordObjective` scores every refusal the same. Here each goal has its own
+    target word (``goal_keywords``: goal -> keyword; a goal not listed uses
+    ``default``); the toy target "complies" when the suffix holds that word, and
+    otherwise goes part of the way in proportion to how close the suffix's nearest
+    word is to it (the Dice similarity ``s`` of padded character bigrams). The 20
+    compliance items score 0 on compliance and ``2 - min(s, 0.9)`` otherwise (so in
+    [1.1, 2]: no partial answer is a success); the 21st item is
+    :class:`ToyRubricJudge`'s readability item. The score is their mean: at most 1
+    exactly when the keyword is present (and the prompt is mostly letters).
+    """
+
+    def __init__(self, goal_keywords=None, default="amber"):
+        self.goal_keywords = dict(goal_keywords or {})
+        self.default = default
+
+    def keyword(self, prompt):
+        for goal, kw in self.goal_keywords.items():
+            if prompt.lower().startswith(goal.lower()):
+                return kw, prompt[len(goal):]
+        return self.default, prompt
+
+    def __call__(self, prompt):
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+        kw, suffix = self.keyword(prompt)
+        words = [w for w in suffix.lower().split() if w.isalpha()] or [""]
+        if kw in words:
+            compliance = 0.0
+        else:
+            compliance = 2.0 - min(max(word_similarity(w, kw) for w in words), 0.9)
+        odd = sum(1 for ch in prompt if not (ch.isalpha() or ch.isspace()))
+        readability = 2.0 * odd / len(prompt) if prompt else 0.0
+        return float((20.0 * compliance + readability) / 21.0)
+
+
 def keyword_candidates(seed, kind="clustered"):
     """Candidate suffixes for the keyword target, shuffled by ``seed``.
 
@@ -222,11 +274,19 @@ def word_tokenizer(docs):
 
 
 def toy_documents(n_docs, keyword_rate, seed, keyword="amber"):
-    """Benign "<goal> <colour phrase>" documents, the keyword in about ``keyword_rate``."""
+    """Benign "<goal> <colour phrase>" documents, the keyword in about ``keyword_rate``.
+
+    ``keyword`` may be a tuple: each is then in about ``keyword_rate`` of the documents.
+    """
     rng = np.random.RandomState(seed)
+    kws = (keyword,) if isinstance(keyword, str) else tuple(keyword)
     docs = []
     for _ in range(n_docs):
-        w = keyword if rng.rand() < keyword_rate else WORDS[rng.randint(12)]
+        u = rng.rand()
+        if u < keyword_rate * len(kws):
+            w = kws[int(u / keyword_rate)]
+        else:
+            w = WORDS[rng.randint(12)]
         docs.append(f"{GOALS[rng.randint(len(GOALS))]} {TEMPLATES[rng.randint(4)].format(w)}")
     return docs
 
@@ -251,6 +311,8 @@ def loop_ablation(
     orpo_lambda=0.5,
     lr=3e-3,
     search_params=None,
+    objective="binary",
+    goal_keywords=None,
     verbose=False,
 ):
     """The paper's ablation at CPU size on the keyword target (issue 36).
@@ -273,6 +335,12 @@ def loop_ablation(
     ``search_params`` (a dict, default none) are given to every
     :class:`LatentBOSuffixSearch` of the LBO arms, in training and at evaluation.
 
+    ``objective``: "binary" (:class:`KeywordObjective`, the keyword "amber" for every
+    goal) or "graded" (:class:`GradedKeywordObjective` with ``goal_keywords``, a dict
+    goal -> keyword, default "amber" for every goal); the generator's documents then
+    hold each distinct keyword in about ``keyword_rate`` of them, and the reference
+    model's as often as any colour word.
+
     Returns a dict arm -> {"asr": ASR@eval_queries per seed, "curve": (n_seeds,
     eval_queries) ASR@k for k = 1..eval_queries, "perplexity": per seed, the reference
     model's perplexity of the queried evaluation suffixes (tokens pooled), "train_hits":
@@ -285,10 +353,17 @@ def loop_ablation(
     from sklearn_cispa.redteam._gasp import _clean
 
     torch.set_num_threads(1)
-    objective = KeywordObjective()
-    docs = toy_documents(400, keyword_rate, 0)
-    ref_docs = toy_documents(400, 1.0 / 13.0, 1)  # the keyword as common as any colour
-    tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in KEYWORDS])
+    if objective == "binary":
+        objective, kws = KeywordObjective(), ("amber",)
+    elif objective == "graded":
+        objective = GradedKeywordObjective(goal_keywords)
+        kws = tuple(sorted(set(objective.goal_keywords.values()))) or ("amber",)
+    else:
+        raise ValueError(f"objective must be 'binary' or 'graded', got {objective!r}")
+    docs = toy_documents(400, keyword_rate, 0, kws if len(kws) > 1 else kws[0])
+    # the reference: each keyword as common as any colour
+    ref_docs = toy_documents(400, 1.0 / 13.0, 1, kws if len(kws) > 1 else kws[0])
+    tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in KEYWORDS + kws])
     lm = _word_lm(docs, tok, 0)
     ref = _word_lm(ref_docs, tok, 1)
     train, test = list(GOALS[:4]), list(GOALS[4:])

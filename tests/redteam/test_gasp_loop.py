@@ -164,3 +164,28 @@ def test_loop_ablation_bookkeeping():
     assert res["full loop"]["train_queries"][0] == res["no LBO"]["train_queries"][0] == 24
     assert res["no ORPO"]["train_queries"][0] == res["random candidates"]["train_queries"][0] == 0
     assert ablation_summary(res)["full loop"]["n_seeds"] == 1
+
+
+def test_graded_keyword_objective():
+    # the graded, goal-dependent toy judge (issue 36): success only on the goal's own
+    # keyword, partial credit (a score in (1, 2)) that rises with the nearest word's
+    # character-bigram similarity to it, 2-ish for an unrelated suffix
+    from sklearn_cispa.report._gasp_eval import GradedKeywordObjective, word_similarity
+
+    assert word_similarity("amber", "amber") == 1.0
+    assert word_similarity("stone", "amber") == 0.0 < word_similarity("paper", "amber")
+    assert word_similarity("paper", "amber") < word_similarity("ember", "amber") < 1
+    obj = GradedKeywordObjective({"draw a cat": "amber", "sketch a boat": "cobalt"})
+    assert obj("draw a cat with a amber tone") == 0.0
+    assert obj("sketch a boat with a amber tone") > 1.0  # another goal's keyword fails
+    assert obj("sketch a boat in cobalt light") == 0.0
+    near, mid, far = (obj(f"draw a cat in {w} light") for w in ("ember", "paper", "stone"))
+    assert 1.0 < near < mid < far <= 2.0
+    # the keyword in the goal itself does not count, only the suffix's words
+    assert GradedKeywordObjective({"amber cat": "amber"})("amber cat in stone light") > 1.0
+    with pytest.raises(TypeError):
+        obj(3)
+    with pytest.raises(ValueError, match="binary"):
+        from sklearn_cispa.report._gasp_eval import loop_ablation
+
+        loop_ablation(seeds=range(1), objective="loud")
