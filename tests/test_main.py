@@ -13,8 +13,7 @@ import warnings
 
 import pytest
 
-from sklearn_cispa.report import ExperimentResult, register_experiment
-from sklearn_cispa.report import _runner
+from sklearn_cispa.report import ExperimentResult, _runner, register_experiment
 from sklearn_cispa.report._catalog import RowInfo
 
 
