@@ -78,3 +78,37 @@ def test_fmt_seconds_is_tqdms_interval():
     assert _runner._fmt_seconds(75) == "01:15"
     assert _runner._fmt_seconds(-3) == "00:00"
     assert _runner._fmt_seconds(3725) == "1:02:05"
+
+
+def test_get_pyplot_is_none_without_matplotlib(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("no matplotlib here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert _runner.get_pyplot() is None
+
+
+def test_a_row_returning_something_else_is_an_error_row(tmp_path):
+    exp = _runner.Experiment("bad", "Bad", lambda **kw: {"value": 1.0})
+    row = _runner.run_experiment(exp, quick=True, out_dir=tmp_path, random_state=0)
+    assert row["metric"] == "ERROR" and row["value"] != row["value"]  # nan
+    assert row["details"] == "TypeError: Experiment 'bad' must return an ExperimentResult."
+    assert not (tmp_path / ".status").exists() or (tmp_path / ".status").read_text() == "done"
+
+
+def test_capture_without_file_descriptors_keeps_python_output(tmp_path, monkeypatch):
+    # where descriptors 1 and 2 cannot be duplicated, Python-level output is still captured
+    def no_dup(fd):
+        raise OSError("no descriptors")
+
+    monkeypatch.setattr(_runner.os, "dup", no_dup)
+    log = tmp_path / "log.txt"
+    with _runner._captured_output(log):
+        print("from python")
+    assert log.read_text() == "from python\n"
