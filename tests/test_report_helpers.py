@@ -117,3 +117,12 @@ def test_main_module_runs_the_report_cli(monkeypatch, capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "--quick" in out and "experiments:" in out
+
+
+def test_terminal_value_cell_says_zero_spread_in_words():
+    from sklearn_cispa.report import _runner
+
+    assert _runner._pm(1.0, 0.0, 5) == "1 (same in all 5 runs)"
+    assert _runner._pm(1.0, 0.0, 1).endswith("± 0")
+    assert "±" in _runner._pm(0.5, 0.1, 3)
+    assert _runner._pm(0.5, float("nan"), 3) == _runner._fmt(0.5)

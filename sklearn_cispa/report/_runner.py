@@ -209,8 +209,12 @@ def _fmt(value):
     return str(value)
 
 
-def _pm(value, sd):
+def _pm(value, sd, runs=None):
+    """``value ± sd``; a zero spread over several runs is said in words (as the HTML table
+    does), so that ``1 ± 0`` does not read as a placeholder."""
     if isinstance(sd, float) and not math.isnan(sd):
+        if sd == 0 and isinstance(runs, int) and runs > 1:
+            return f"{_fmt(value)} (same in all {runs} runs)"
         return f"{_fmt(value)} ± {sd:.2g}"
     return _fmt(value)
 
@@ -225,9 +229,9 @@ def _terminal_cells(row):
     return {
         "method": row.get("method", ""),
         "metric": row.get("metric", ""),
-        "value": _pm(row.get("value", ""), row.get("value sd")),
+        "value": _pm(row.get("value", ""), row.get("value sd"), row.get("runs")),
         "peer": row.get("peer", ""),
-        "peer value": _pm(row.get("peer value", ""), row.get("peer sd")),
+        "peer value": _pm(row.get("peer value", ""), row.get("peer sd"), row.get("runs")),
         "runs": row.get("runs", ""),
         "verdict": verdict,
         "time (s)": row.get("time (s)", ""),

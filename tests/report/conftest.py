@@ -54,7 +54,7 @@ def run_row(tmp_path):
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         # the printed table shows the stored value (with its spread)
         table = _runner.format_table([row])
-        assert _runner._pm(row["value"], row["value sd"]) in table
+        assert _runner._pm(row["value"], row["value sd"], row.get("runs")) in table
         assert row["outcome"] in table
         # report.csv holds the same numbers, no nan
         write_csv([row], out / "report.csv")
