@@ -6,6 +6,7 @@ from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experime
 from sklearn_cispa.report._neurons_eval import (
     canary_benchmark,
     canary_ci_setting,
+    nothing_memorised_result,
     train_canary_model,
 )
 from sklearn_cispa.report._stats import mean_sd
@@ -148,24 +149,9 @@ def _run(*, quick, out_dir, random_state):
         f"{n_seeds} seeds"
     )
     if not per_seed["memorized"]:
-        return ExperimentResult(
-            metric="memorised canaries whose extraction the located units stop",
-            value=0.0,
-            value_sd=0.0,
-            peer="activation ranking at the same unit budget (in-library baseline)",
-            peer_value=float("nan"),  # nothing localised: no baseline at its budget
-            n_runs=n_seeds,
-            settings=settings,
-            details=(f"no canary memorised in any of the {n_seeds} seeds: nothing to "
-                     "localise (the value 0 counts no stopped canary)"),
-            target=TARGET,
-            verdict=(f"Does not reproduce the target: none of the {n_seeds} seeds "
-                     "memorises a canary at this setting, so there is nothing to localise "
-                     "(train longer or plant more copies)."),
-            reproduced=False,
-            outcome="not reproduced",
-            figures=figures,
-        )
+        return nothing_memorised_result(
+            "memorised canaries whose extraction the located units stop", n_seeds, settings,
+            TARGET, figures)
     stopped, units, ppl = stats["stopped"][0], stats["units"][0], stats["ppl"][0]
     near_min, kept = stats["near_min"][0], stats["kept"][0]
     control_ok = stats["control"][0] >= 0.8

@@ -7,6 +7,7 @@ from sklearn_cispa.report import ExperimentResult, get_pyplot, register_experime
 from sklearn_cispa.report._neurons_eval import (
     canary_benchmark,
     canary_transformer_setting,
+    nothing_memorised_result,
     train_canary_transformer,
 )
 from sklearn_cispa.report._stats import mean_sd
@@ -156,24 +157,9 @@ def _run(*, quick, out_dir, random_state):
         + ("" if quick else "; width 1024: the same with n_layer=1, n_inner=1024")
     )
     if stats is None:
-        return ExperimentResult(
-            metric="memorised canaries stopped by <= 8 located units",
-            value=0.0,
-            value_sd=0.0,
-            peer="activation ranking at the same unit budget (in-library baseline)",
-            peer_value=float("nan"),  # nothing localised: no baseline at its budget
-            n_runs=n_seeds,
-            settings=settings,
-            details=(f"no canary memorised in any of the {n_seeds} seeds: nothing to "
-                     "localise (the value 0 counts no stopped canary)"),
-            target=_target(quick),
-            verdict=(f"Does not reproduce the target: none of the {n_seeds} seeds "
-                     "memorises a canary at this setting, so there is nothing to localise "
-                     "(train longer or plant more copies)."),
-            reproduced=False,
-            outcome="not reproduced",
-            figures=figures,
-        )
+        return nothing_memorised_result(
+            "memorised canaries stopped by <= 8 located units", n_seeds, settings,
+            _target(quick), figures)
 
     stopped, ppl = stats["stopped_le_8"][0], stats["ppl"][0]
     control, kept = stats["control_stopped"][0], stats["kept"][0]

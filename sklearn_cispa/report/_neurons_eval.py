@@ -254,3 +254,28 @@ def canary_benchmark(lm, heldout, canaries, n_controls=5, random_state=0, locato
     return dict(locator=loc, rows=rows, scales=scales, scale_curve=curve,
                 restored_rate=restored, base_ppl=base_ppl, fit_s=fit_s,
                 localize_s=localize_s)
+
+
+def nothing_memorised_result(metric, n_seeds, settings, target, figures):
+    """The report row when no seed memorises a canary: value 0 (no stopped canary), no
+    baseline, verdict "not reproduced" with the reason (shared by both neurons rows)."""
+    from sklearn_cispa.report import ExperimentResult
+
+    return ExperimentResult(
+        metric=metric,
+        value=0.0,
+        value_sd=0.0,
+        peer="activation ranking at the same unit budget (in-library baseline)",
+        peer_value=float("nan"),  # nothing localised: no baseline at its budget
+        n_runs=n_seeds,
+        settings=settings,
+        details=(f"no canary memorised in any of the {n_seeds} seeds: nothing to "
+                 "localise (the value 0 counts no stopped canary)"),
+        target=target,
+        verdict=(f"Does not reproduce the target: none of the {n_seeds} seeds "
+                 "memorises a canary at this setting, so there is nothing to localise "
+                 "(train longer or plant more copies)."),
+        reproduced=False,
+        outcome="not reproduced",
+        figures=figures,
+    )
