@@ -2,7 +2,8 @@
 
 Three workloads large enough to matter: the local scores of a 20-node causal-mixture
 search (public API), 32 LiRA-style reference fits of a classifier on random halves of
-shared data, and the members of an MMI credal ensemble. Each runs serially, with loky
+shared data, and the members of an MMI credal ensemble; and LiRA's references when they
+are language models (small, since only the equality is checked). Each runs serially, with loky
 on 2 jobs, and on a 2-worker Dask ``LocalCluster``; the results must be identical. The
 speed-ups are ASV tracks (``asv_bench/benchmarks/bench_scale_out.py``), not assertions
 here: the CI machine is shared.
@@ -11,6 +12,7 @@ The Dask checks also count the tasks the scheduler ran: small tasks are grouped 
 batches, and the members' own loops (random-forest trees) stay inside their task.
 """
 
+import warnings
 from itertools import combinations
 
 import numpy as np
@@ -334,3 +336,26 @@ def test_dask_path_places_each_batch_and_asks_the_workers_once(dask_client, monk
 def test_dask_path_raises_the_task_error(dask_client):
     with parallel_config(backend="dask"), pytest.raises(ValueError, match="invalid literal"):
         parallel_map(int, [("1",), ("x",), ("3",)], batch_size=1)
+
+
+def test_lira_on_a_language_model_loky_and_dask_match_serial(dask_client):
+    # issue 33: LiRA's references on Dask give the serial fit's statistics exactly
+    pytest.importorskip("transformers")
+    from sklearn_cispa.privacy import LiRAMembershipInference
+    from sklearn_cispa.report import lm_pool, lm_reference_model
+
+    pool, tokenizer = lm_pool(0, 16)
+    est = lm_reference_model(tokenizer, n_layer=1, n_embd=16, max_steps=5, block_size=32)
+    params = dict(n_reference=4, n_targets=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # five training steps: ConvergenceWarning
+        serial = LiRAMembershipInference(est, **params).fit(pool)
+        loky = LiRAMembershipInference(est, **params, n_jobs=2).fit(pool)
+        with parallel_config(backend="dask"):
+            dask = LiRAMembershipInference(est, **params).fit(pool)
+    expected = serial.score_samples(pool, target=serial.targets_[0])
+    for other in (loky, dask):
+        assert_array_equal(other.keep_, serial.keep_)
+        assert_array_equal(other.ref_stats_, serial.ref_stats_)
+        assert_array_equal(other.target_stats_, serial.target_stats_)
+        assert_array_equal(other.score_samples(pool, target=other.targets_[0]), expected)

@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -65,6 +67,30 @@ def test_seeding_is_reproducible_and_leaves_global_rng_alone():
     assert torch.equal(a, b)
     g1, g2 = torch_generator(4), torch_generator(4)
     assert torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2))
+
+
+
+def _draws_in_seeded_block(seed):
+    import torch
+
+    with torch_rng_context(seed):
+        first = torch.rand(4)
+        time.sleep(0.02)  # give a thread that shares the RNG the chance to draw from it
+        return torch.cat([first, torch.rand(4)])
+
+
+def test_torch_rng_context_on_threads_draws_as_one_after_another():
+    # the global torch RNG is one per process: two threads seeding it at once must not
+    # draw from each other's stream (parallel tasks on a thread-based backend)
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    expected = [_draws_in_seeded_block(s) for s in range(6)]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        got = list(pool.map(_draws_in_seeded_block, range(6)))
+    for a, b in zip(expected, got):
+        assert torch.equal(a, b)
 
 
 def test_check_random_generator():

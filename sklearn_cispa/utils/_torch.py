@@ -4,8 +4,14 @@ torch is imported inside the functions so that importing the package stays cheap
 """
 
 import contextlib
+import threading
 
 _DEVICE_HELP = "Use 'cpu', 'cuda', 'cuda:<index>' or 'auto' (CUDA when available, else CPU)."
+# torch's global RNG is one per process, shared by its threads: a block that seeds it and
+# draws from it (initialisation, dropout over a whole training loop) holds this lock, so
+# that tasks run on threads (joblib's threading backend, Dask workers with
+# processes=False) draw what they would draw one after another
+_GLOBAL_RNG_LOCK = threading.RLock()
 
 
 def resolve_device(device="auto"):
@@ -93,7 +99,9 @@ def torch_rng_context(seed, device="cpu"):
 
     Module initialisation in torch (and skorch's ``initialize``) draws from the global
     RNG. This context makes that reproducible from ``seed`` without changing the
-    caller's RNG state.
+    caller's RNG state. The global RNG is shared by the threads of a process, so the
+    block holds a process-wide lock: blocks on other threads (parallel tasks on a
+    thread-based backend) wait for it rather than draw from the same RNG at once.
 
     Parameters
     ----------
@@ -123,7 +131,7 @@ def torch_rng_context(seed, device="cpu"):
     if str(device).startswith("cuda") and torch.cuda.is_available():
         index = torch.device(device).index
         devices = [index if index is not None else torch.cuda.current_device()]
-    with torch.random.fork_rng(devices=devices):
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
         yield
 
