@@ -57,9 +57,12 @@ def _shared_split_fit(Z, y, labels):
     return -2.0 * ll + K * (d + 1) * np.log(n)
 
 
-def _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails):
+def _bic_fits_task(
+    problems, n_init, max_iter, min_separation, heavy_tails, known=None, return_fits=False
+):
     """:func:`fit_mixture_bic_many` with the search's EM settings (module level: a
-    picklable task); each result is the one the problem gets alone."""
+    picklable task); each result is the one the problem gets alone. ``known`` and
+    ``return_fits``: the memoised per-k fits (see :func:`fit_mixture_bic_many`)."""
     return fit_mixture_bic_many(
         problems,
         n_init=n_init,
@@ -67,6 +70,8 @@ def _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails):
         patience=K_PATIENCE,
         min_separation=min_separation,
         heavy_tails=heavy_tails,
+        known=known,
+        return_fits=return_fits,
     )
 
 
@@ -115,10 +120,13 @@ def _local_scores_task(
     seed,
     min_separation=MIN_SEPARATION,
     heavy_tails=True,
+    return_fits=False,
 ):
     """:func:`_local_score_task` for many ``(node, parents, parent_labels)`` at once
     (module level: picklable task). The EM runs of all of them are batched
-    (:func:`fit_mixture_bic_many`); each result is the one it gets alone."""
+    (:func:`fit_mixture_bic_many`); each result is the one it gets alone. With
+    ``return_fits``, every result is ``((bic, k, labels), fits)``, ``fits`` the
+    ``{k: fit}`` of the mixture sweep (for :func:`_mixing_evidence` to reuse)."""
     problems, designs = [], []
     for node, parents, _ in items:
         parents = tuple(sorted(int(p) for p in parents))
@@ -128,9 +136,11 @@ def _local_scores_task(
         k_range = k_range_bic(len(y), len(parents), max_components)
         problems.append((Xp, y, k_range, entropy))
         designs.append((with_intercept(Xp), y))
-    fits = _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails)
+    fits = _bic_fits_task(
+        problems, n_init, max_iter, min_separation, heavy_tails, return_fits=True
+    )
     out = []
-    for (Z, y), (fit, _), (_, _, parent_labels) in zip(designs, fits, items):
+    for (Z, y), (fit, _, k_fits), (_, _, parent_labels) in zip(designs, fits, items):
         bic, k = float(fit["bic"]), int(fit["k"])
         if k > 1:
             labels = np.argmax(posterior(Z, y, fit["B"], fit["s2"], fit["pi"]), axis=1)
@@ -140,8 +150,14 @@ def _local_scores_task(
             split = _shared_split_fit(Z, y, lab)
             if split < bic:
                 bic, k, labels = split, int(lab.max()) + 1, lab
-        out.append((bic, k, labels.astype(np.int64)))
+        res = (bic, k, labels.astype(np.int64))
+        out.append((res, k_fits) if return_fits else res)
     return out
+
+
+def _local_scores_fits_task(*args):
+    """:func:`_local_scores_task` with ``return_fits=True`` (a picklable task)."""
+    return _local_scores_task(*args, return_fits=True)
 
 
 SCORE_CHUNK = 16  # local scores per batched task in the calling process (any size: same results)
@@ -193,6 +209,9 @@ class _ScoreCache:
         # workers of the enclosing loop (asked once: under Dask it is a scheduler call)
         self.n_workers = outer_n_jobs(n_jobs)
         self.cache = {}
+        # the per-k mixture fits behind every cached score (standardised units), keyed
+        # as ``cache``: :func:`_mixing_evidence` reuses them instead of refitting
+        self.em_fits = {}
         # seconds spent per score so far (worker-seconds for a parallel step): where a step
         # runs, never what it computes
         self._seconds = 0.0
@@ -256,9 +275,10 @@ class _ScoreCache:
         # Small steps (the backward and pruning steps score a handful of parent sets) run
         # here unless their scores are slow; a large one is dealt into TASKS_PER_WORKER
         # tasks per worker of equal cost
-        results = self._map(_local_scores_task, items, self._task)
-        for key, res in zip(missing, results):
+        results = self._map(_local_scores_fits_task, items, self._task)
+        for key, (res, k_fits) in zip(missing, results):
             self.cache[key] = res
+            self.em_fits[key] = k_fits
 
     def _task(self, items):
         return (
@@ -526,17 +546,27 @@ def _mixing_evidence(cache, parents, fits):
         pa = tuple(sorted(int(p) for p in parents[node]))
         entropy = (int(seed), int(node), len(pa), *pa)
         Xp, y = X[:, list(pa)], X[:, node]
-        single.append((Xp, y, [1], entropy))
+        # the search's per-k fits of the same key (same data, seeds and settings)
+        known = cache.em_fits.get((int(node), frozenset(pa)))
+        single.append(((Xp, y, [1], entropy), known))
         ks = [k for k in k_range_bic(n, len(pa), max_components) if k >= 2]
         if ks:
-            mixed.append((Xp, y, ks, entropy))
+            mixed.append(((Xp, y, ks, entropy), known))
             idx.append(node)
     min_separation = cache.min_separation
-    # every fit is independent of the others: dealt over the workers like a search step
+    # every fit is independent of the others: dealt over the workers like a search
+    # step; the k that the search already fitted are taken from its fits, not refitted
     out = cache._map(
         _bic_fits_task,
         single + mixed,
-        lambda chunk: (chunk, cache.n_init, cache.max_iter, min_separation, cache.heavy_tails),
+        lambda chunk: (
+            [p for p, _ in chunk],
+            cache.n_init,
+            cache.max_iter,
+            min_separation,
+            cache.heavy_tails,
+            [k for _, k in chunk],
+        ),
     )
     bic_1 = np.array([f["bic"] for f, _ in out[:n_nodes]])
     bic_mix = bic_1.copy()

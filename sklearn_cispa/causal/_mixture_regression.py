@@ -691,7 +691,15 @@ def _sweep(ks, fits, patience, min_separation=0.0):
 
 
 def fit_mixture_bic_many(
-    problems, *, n_init, max_iter, patience=None, min_separation=0.0, heavy_tails=False
+    problems,
+    *,
+    n_init,
+    max_iter,
+    patience=None,
+    min_separation=0.0,
+    heavy_tails=False,
+    known=None,
+    return_fits=False,
 ):
     """:func:`fit_mixture_bic` for many regressions, their EM runs batched.
 
@@ -704,6 +712,13 @@ def fit_mixture_bic_many(
     ``heavy_tails``, the k = 1 candidate is the better of the Gaussian and the Student-t
     single mechanism (:func:`_single_mechanism_fit`); ``heavy_tails="flexible"`` adds
     the sinh-arcsinh heteroscedastic single mechanism (:func:`_shash_fit`).
+
+    ``known`` (optional, one dict or None per problem) holds fits ``{k: fit}`` already
+    made for that problem with the same data, entropy and EM settings, as returned with
+    ``return_fits``: the sweep takes them instead of refitting those k (every k's fit
+    depends only on the problem, its entropy and the settings, so the result is the
+    same). With ``return_fits`` every result is ``(fit, bics, fits)``, ``fits`` the
+    ``{k: fit}`` of every k fitted, on the standardised data.
     """
     var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
     prep, fits, todo = [], [], []
@@ -717,16 +732,24 @@ def fit_mixture_bic_many(
         todo.append(ks if patience is None else ks[: 1 + patience])
     pending = list(range(len(problems)))
     while pending:
-        jobs = [(prep[i][0], prep[i][1], todo[i], prep[i][4]) for i in pending]
+        if known is not None:  # the k the sweep needs and already has: taken, not refitted
+            for i in pending:
+                given = known[i] or {}
+                fits[i].update((k, given[k]) for k in todo[i] if k in given)
+                todo[i] = [k for k in todo[i] if k not in given]
+        run = [i for i in pending if todo[i]]
+        jobs = [(prep[i][0], prep[i][1], todo[i], prep[i][4]) for i in run]
         for i, new in zip(
-            pending,
+            run,
             _fit_many(
                 jobs,
                 n_init=n_init,
                 max_iter=max_iter,
                 var_floor=var_floor,
                 heavy_tails=heavy_tails,
-            ),
+            )
+            if jobs
+            else [],
         ):
             fits[i].update(new)
         still = []
@@ -743,7 +766,8 @@ def fit_mixture_bic_many(
         bics = np.full(max(ks), np.nan)
         for k, fit in f.items():  # every k fitted is one the sweep visited
             bics[k - 1] = fit["bic"]
-        out.append((_unstandardise(best, stats, n), bics + 2.0 * n * np.log(stats[3])))
+        res = (_unstandardise(best, stats, n), bics + 2.0 * n * np.log(stats[3]))
+        out.append((*res, f) if return_fits else res)
     return out
 
 
