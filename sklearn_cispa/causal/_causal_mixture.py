@@ -160,7 +160,7 @@ def _local_scores_fits_task(*args):
     return _local_scores_task(*args, return_fits=True)
 
 
-SCORE_CHUNK = 16  # local scores per batched task in the calling process (any size: same results)
+SCORE_CHUNK = 64  # local scores per batched task in the calling process (any size: same results)
 # a search step with fewer local scores runs in the calling process: the round trip to
 # the workers would cost about what they save (a score costs several milliseconds) ...
 PARALLEL_MIN_SCORES = 8
