@@ -136,9 +136,7 @@ def _local_scores_task(
         k_range = k_range_bic(len(y), len(parents), max_components)
         problems.append((Xp, y, k_range, entropy))
         designs.append((with_intercept(Xp), y))
-    fits = _bic_fits_task(
-        problems, n_init, max_iter, min_separation, heavy_tails, return_fits=True
-    )
+    fits = _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails, return_fits=True)
     out = []
     for (Z, y), (fit, _, k_fits), (_, _, parent_labels) in zip(designs, fits, items):
         bic, k = float(fit["bic"]), int(fit["k"])

@@ -1,0 +1,149 @@
+"""Issue 33: the speed-ups of the causal mixture search change no result.
+
+Every check is bitwise: batched EM runs against runs fitted one at a time, memoised
+per-k fits against refitting, and repeated fits with a fixed ``random_state``.
+"""
+
+import numpy as np
+import pytest
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_cispa.causal import CausalMixtureDiscoverer
+from sklearn_cispa.causal._causal_mixture import _mixing_evidence, _ScoreCache
+from sklearn_cispa.causal._mixture_regression import (
+    VAR_FLOOR,
+    _em_many,
+    _scale_columns,
+    _starts,
+    fit_mixture_bic_many,
+    with_intercept,
+)
+from sklearn_cispa.datasets import make_causal_mixture
+from sklearn_cispa.utils import spawn_seeds
+
+FIT_ATTRS = (
+    "adjacency_",
+    "causal_order_",
+    "scores_",
+    "n_components_",
+    "labels_",
+    "mixing_evidence_",
+)
+
+
+def _mixed_problem(rng, n, p, k):
+    x = rng.normal(size=(n, p))
+    z = rng.integers(k, size=n)
+    y = x.sum(axis=1) * (z - 1.0) + 3.0 * z + 0.4 * rng.normal(size=n)
+    x = (x - x.mean(axis=0)) / x.std(axis=0) if p else x
+    return with_intercept(x), (y - y.mean()) / y.std()
+
+
+def _assert_same_run(a, b):
+    assert a["ll"] == b["ll"]
+    assert a["n_iter"] == b["n_iter"]
+    for key in ("B", "s2", "pi"):
+        assert a[key].tobytes() == b[key].tobytes()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batched_em_runs_equal_runs_fitted_alone(seed):
+    """One :func:`_em_many` call over several problems, each with runs of different k
+    (2 to 5) and several starts, gives every run bitwise the run it gets alone."""
+    rng = np.random.default_rng(seed)
+    n, p = 300, int(rng.integers(0, 3))
+    problems = []
+    for t in range(3):
+        Z, y = _mixed_problem(rng, n, p, int(rng.integers(2, 4)))
+        ks = sorted(rng.choice([2, 3, 4, 5], size=2, replace=False).tolist())
+        starts, n_comp = _starts(Z, y, ks, 2, (seed, t))
+        problems.append((Z, y, starts, n_comp))
+    batched = _em_many(problems, 200, VAR_FLOOR)
+    for (Z, y, starts, n_comp), runs in zip(problems, batched):
+        for part, k, run in zip(starts, n_comp, runs):
+            ((alone,),) = _em_many([(Z, y, [part], [k])], 200, VAR_FLOOR)
+            _assert_same_run(run, alone)
+
+
+def test_known_fits_give_the_fits_of_refitting():
+    """``known`` per-k fits (from an earlier sweep of the same problem, as
+    :func:`_mixing_evidence` takes them from the search) give bitwise the result of
+    refitting, the BICs of the k the sweep visits only, and are taken, not refitted."""
+    rng = np.random.default_rng(4)
+    problems = []
+    for t, (n, p) in enumerate([(400, 1), (400, 0), (300, 2)]):
+        x = rng.normal(size=(n, p))
+        z = rng.integers(2, size=n)
+        y = x.sum(axis=1) * (z - 0.5) + 3.0 * z + 0.5 * rng.normal(size=n)
+        problems.append((x, y, range(1, 6), (t,)))
+    kw = {"n_init": 2, "max_iter": 200, "patience": 2, "min_separation": 0.5}
+    search = fit_mixture_bic_many(problems, heavy_tails=True, return_fits=True, **kw)
+    known = [f for _, _, f in search]
+    # the evidence's two sweeps: k = 1 alone, and k >= 2 (which may need a k the
+    # search's sweep did not fit)
+    for sub in ([1], range(2, 6)):
+        probs = [(x, y, sub, e) for x, y, _, e in problems]
+        fresh = fit_mixture_bic_many(probs, heavy_tails=True, **kw)
+        memo = fit_mixture_bic_many(probs, heavy_tails=True, known=known, **kw)
+        for (fa, ba), (fb, bb) in zip(fresh, memo):
+            assert ba.tobytes() == bb.tobytes()
+            assert fa["bic"] == fb["bic"] and fa["k"] == fb["k"]
+            assert fa["B"].tobytes() == fb["B"].tobytes()
+            assert fa["s2"].tobytes() == fb["s2"].tobytes()
+    # a known fit is used as it is (a marked copy comes back)
+    marked = [{k: {**f, "marker": k} for k, f in fits.items()} for fits in known]
+    probs = [(x, y, [1], e) for x, y, _, e in problems]
+    for fit, _ in fit_mixture_bic_many(probs, heavy_tails=True, known=marked, **kw):
+        assert fit["marker"] == 1
+
+
+def _fitted(seed, **params):
+    X, _, _, _ = make_causal_mixture(
+        n_samples=300, n_nodes=5, mixed_fraction=0.5, n_mixing=2, random_state=seed
+    )
+    X = StandardScaler().fit_transform(X)
+    return X, CausalMixtureDiscoverer(max_components=4, n_init=2, random_state=seed, **params)
+
+
+def test_memoised_mixing_evidence_equals_refitted():
+    """``mixing_evidence_`` from the search's memoised per-k fits equals the evidence
+    refitted from scratch (the memo emptied), bitwise."""
+    X, est = _fitted(1)
+    est.fit(X)
+    Xs, _, _ = _scale_columns(X)  # as the fit does
+    (seed,) = spawn_seeds(est.random_state, 1)
+    parents = {j: np.flatnonzero(est.adjacency_[:, j]).tolist() for j in range(X.shape[1])}
+
+    def cache():
+        return _ScoreCache(
+            Xs,
+            max_components=est.max_components,
+            n_init=est.n_init,
+            max_iter=est.max_iter,
+            seed=seed,
+            n_jobs=None,
+        )
+
+    memo = cache()
+    memo.ensure([(j, parents[j]) for j in parents])
+    fits = [memo.fit(j, parents[j]) for j in parents]
+    assert memo.em_fits
+    with_memo = _mixing_evidence(memo, parents, fits)
+    empty = cache()
+    empty.cache = memo.cache
+    assert not empty.em_fits
+    refitted = _mixing_evidence(empty, parents, fits)
+    assert with_memo.tobytes() == refitted.tobytes()
+    assert with_memo.tobytes() == est.mixing_evidence_.tobytes()
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_fixed_random_state_reproduces_bitwise(seed):
+    X, est = _fitted(seed)
+    a = est.fit(X)
+    first = {attr: getattr(a, attr).copy() for attr in FIT_ATTRS}
+    sets = list(a.mixing_sets_)
+    b = est.fit(X)
+    for attr in FIT_ATTRS:
+        assert getattr(b, attr).tobytes() == first[attr].tobytes(), attr
+    assert list(b.mixing_sets_) == sets
