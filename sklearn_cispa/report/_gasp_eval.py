@@ -398,10 +398,10 @@ def loop_ablation(
 
     A one-block word-level GPT-2 (width 32, 150 steps) is trained once on 400 benign
     documents ``"<goal> <template with a colour word>"`` (:func:`class_documents` or
-    :func:`toy_documents`), a keyword in about ``keyword_rate`` of them; a second model of the same size
-    trained on 400 other documents (another seed, the keyword as frequent as each of the
-    12 other colour words) is the held-out reference for the suffix perplexity, so that
-    it measures fluency rather than the keyword's rarity. Each arm fits a
+    :func:`toy_documents`), a keyword in about ``keyword_rate`` of them; a second model
+    of the same size trained on 400 other documents (another seed, each keyword as
+    frequent as each of the 12 other colour words) is the held-out reference for the
+    suffix perplexity, so that it measures fluency rather than the keyword's rarity. Each arm fits a
     :class:`GASPSuffixGenerator` on 4 training goals (``n_rounds`` rounds,
     ``n_candidates`` samples and ``n_queries`` queries per goal and round, ORPO with
     ``lr`` and ``orpo_lambda``) and is evaluated on the 4 held-out goals:
