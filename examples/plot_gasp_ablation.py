@@ -16,7 +16,7 @@ partial credit for the character-bigram closeness of its nearest word to the key
 (a toy of GASP's rubric judge, which averages items graded in [0, 2]; a score at most 1
 is a success). The generator is a one-block word-level GPT-2 built from a config and
 trained for a few seconds on "<goal> <colour phrase>" sentences in which a goal's class
-keyword is rare (RATE_PERCENT%), so its hidden states know the classes faintly. LBO
+keyword is rare (3% of its goals' sentences), so its hidden states know the classes faintly. LBO
 embeds each goal's candidates with the generator's own hidden states, conditioned on the
 goal (:func:`~sklearn_cispa.language.hidden_state_embeddings`, passed to
 :class:`~sklearn_cispa.redteam.LatentBOSuffixSearch` as a callable embedder). The four
@@ -59,7 +59,7 @@ PHRASES = ["with a {} tone", "in {} light", "under a {} sky", "like {} paint"]
 GOALS = ["draw a cat", "paint a wall", "describe a room", "sketch a boat",
          "colour a kite", "design a cup", "plan a garden", "decorate a hall"]
 KEYWORDS = ["amber", "cobalt", "teal", "indigo"]  # goal i is in class i % 4
-RATE, LR = RATE_VALUE, LR_VALUE
+RATE, LR = 0.03, 1e-3  # chosen on seeds 0-39 (user guide)
 
 
 def documents(n, keyword_rate, seed):
