@@ -220,3 +220,17 @@ def test_class_keyword_objective_and_documents():
         assert kws in ([], [CLASS_KEYWORDS[GOAL_CLASSES[GOALS.index(goal)]]])
     rate = np.mean([any(k in d.split() for k in CLASS_KEYWORDS) for d in docs])
     assert abs(rate - 0.5) < 0.05
+
+
+@pytest.mark.slow
+def test_loop_ablation_order_on_the_class_target():
+    # Regression guard (the order is our own output on seeds 0-9, which are among the
+    # seeds 0-39 that chose the setting; issue 36): at loop_ablation's defaults (class
+    # keyword target, LBO over the generator's hidden states, 3 rounds) ASR@10 orders
+    # full loop > no ORPO > no LBO > random candidates (0.275, 0.225, 0.15, 0.10 there).
+    # The held-out figures and which steps are resolved are in the user guide.
+    from sklearn_cispa.report._gasp_eval import ARMS, ablation_summary, loop_ablation
+
+    summ = ablation_summary(loop_ablation(seeds=range(10)))
+    asr = [summ[a]["asr"][0] for a in ARMS]
+    assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
