@@ -10,18 +10,23 @@ that scored best. The paper's ablation removes either part: without ORPO the gen
 stays as it is; without latent Bayesian optimisation (LBO) the queries are a random
 subset of the samples.
 
-Everything here is benign and offline. The target is
-:class:`~sklearn_cispa.redteam.ToyKeywordTarget` (it answers "OK" when a prompt holds a
-colour keyword), judged by :class:`~sklearn_cispa.redteam.ToyRubricJudge` (score at most
-1: a success). The generator is a one-block word-level GPT-2 built from a config and
-trained for a few seconds on "<goal> <colour phrase>" sentences in which the keyword
-"amber" is rare (1.5%). The four arms spend the same 10 queries per held-out goal; the two
-ORPO arms also spend the same training queries (2 rounds of 12 queries on 4 training
-goals). A second model trained on other sentences (where "amber" is as common as any
-colour) gives the suffixes' perplexity, the paper's readability axis.
+Everything here is benign and offline. The goals fall into four classes, and a goal's
+suffix succeeds when it holds its class's colour keyword; a suffix without it gets
+partial credit for the character-bigram closeness of its nearest word to the keyword
+(a toy of GASP's rubric judge, which averages items graded in [0, 2]; a score at most 1
+is a success). The generator is a one-block word-level GPT-2 built from a config and
+trained for a few seconds on "<goal> <colour phrase>" sentences in which a goal's class
+keyword is rare (3% of its goals' sentences), so its hidden states know the classes faintly. LBO
+embeds each goal's candidates with the generator's own hidden states, conditioned on the
+goal (:func:`~sklearn_cispa.language.hidden_state_embeddings`, passed to
+:class:`~sklearn_cispa.redteam.LatentBOSuffixSearch` as a callable embedder). The four
+arms spend the same 10 queries per held-out goal; the two ORPO arms also spend the same
+training queries (3 rounds of 12 queries on 4 training goals, one per class). A second
+model trained on other sentences (where every keyword is as common as any colour) gives
+the suffixes' perplexity, the paper's readability axis.
 
-Two seeds keep the example under a minute; the user guide gives the figures over 40
-held-out seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, the same setting).
+Two seeds keep the example about a minute; the user guide gives the figures over held-out
+seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, the same setting).
 """
 
 import matplotlib.pyplot as plt
@@ -33,14 +38,13 @@ from transformers import PreTrainedTokenizerFast
 from sklearn_cispa.language import (
     TransformerLanguageModel,
     continuation_log_likelihoods,
+    hidden_state_embeddings,
     sample_continuations,
 )
 from sklearn_cispa.redteam import (
     GASPSuffixGenerator,
     LatentBOSuffixSearch,
     RandomSubsetSearch,
-    ToyKeywordTarget,
-    ToyRubricJudge,
     attack_success_at_k,
 )
 
@@ -54,17 +58,22 @@ COLOURS = ["river", "stone", "cloud", "maple", "quiet", "paper", "silver", "gard
 PHRASES = ["with a {} tone", "in {} light", "under a {} sky", "like {} paint"]
 GOALS = ["draw a cat", "paint a wall", "describe a room", "sketch a boat",
          "colour a kite", "design a cup", "plan a garden", "decorate a hall"]
+KEYWORDS = ["amber", "cobalt", "teal", "indigo"]  # goal i is in class i % 4
+RATE, LR = 0.03, 1e-3  # chosen on seeds 0-39 (user guide)
 
 
-def documents(n, amber_rate, seed):
+def documents(n, keyword_rate, seed):
     rng = np.random.RandomState(seed)
-    return [f"{GOALS[rng.randint(8)]} " + PHRASES[rng.randint(4)].format(
-        "amber" if rng.rand() < amber_rate else COLOURS[rng.randint(12)])
-        for _ in range(n)]
+    out = []
+    for _ in range(n):
+        g = rng.randint(8)
+        word = KEYWORDS[g % 4] if rng.rand() < keyword_rate else COLOURS[rng.randint(12)]
+        out.append(f"{GOALS[g]} " + PHRASES[rng.randint(4)].format(word))
+    return out
 
 
-docs, ref_docs = documents(400, 0.015, 0), documents(400, 1 / 13, 1)
-words = sorted({w for d in docs + ref_docs for w in d.split()})
+docs, ref_docs = documents(400, RATE, 0), documents(400, 1 / 13, 1)
+words = sorted({w for d in docs + ref_docs for w in d.split()} | set(KEYWORDS))
 vocab = {w: i for i, w in enumerate(["[UNK]", "<|endoftext|>", *words])}
 backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
 backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -80,36 +89,57 @@ def word_lm(texts, seed):
 
 
 generator, reference = word_lm(docs, 0), word_lm(ref_docs, 1)
-judge, target = ToyRubricJudge(), ToyKeywordTarget()
+
+
+def similarity(word, keyword):  # Dice coefficient of padded character bigrams
+    a = [f"_{word}_"[i:i + 2] for i in range(len(word) + 1)]
+    b = [f"_{keyword}_"[i:i + 2] for i in range(len(keyword) + 1)]
+    return 2 * sum(min(a.count(g), b.count(g)) for g in set(a)) / (len(a) + len(b))
 
 
 def objective(prompt):  # your authorised evaluation goes here
-    return judge(prompt, target(prompt))
+    goal = next(g for g in GOALS if prompt.startswith(g))
+    keyword = KEYWORDS[GOALS.index(goal) % 4]
+    suffix = [w for w in prompt[len(goal):].split() if w.isalpha()] or [""]
+    if keyword in suffix:
+        return 0.0  # success
+    return (20 * (2 - min(max(similarity(w, keyword) for w in suffix), 0.9))) / 21
+
+
+def lbo(objective, lm=generator, **params):
+    """LBO over the hidden states of the generator ``lm``, the goal as prefix."""
+    def embed(candidates, goal):
+        return hidden_state_embeddings(candidates, lm, prefix=goal + " ")
+    return LatentBOSuffixSearch(objective, embedder=embed, **params)
+
+
+def rand(objective, lm=None, **params):
+    return RandomSubsetSearch(objective, **params)
 
 
 # %%
 # The four arms
 # -------------
 train_goals, test_goals = GOALS[:4], GOALS[4:]
-arms = {"full loop": (LatentBOSuffixSearch, True), "no ORPO": (LatentBOSuffixSearch, False),
-        "no LBO": (RandomSubsetSearch, True), "random candidates": (RandomSubsetSearch, False)}
+arms = {"full loop": (lbo, True), "no ORPO": (lbo, False),
+        "no LBO": (rand, True), "random candidates": (rand, False)}
 curves = {arm: [] for arm in arms}
 perplexity = {arm: [] for arm in arms}
 for seed in range(2):
     for arm, (search, orpo) in arms.items():
         lm = generator
         if orpo:
-            gasp = GASPSuffixGenerator(generator, search=search(objective), n_rounds=2,
+            gasp = GASPSuffixGenerator(generator, search=search(objective), n_rounds=3,
                                        n_candidates=32, n_queries=12, orpo_lambda=0.5,
-                                       lr=3e-3, max_new_tokens=6, random_state=seed)
+                                       lr=LR, max_new_tokens=6, random_state=seed)
             lm = gasp.fit(train_goals, objective).generator_
         samples = sample_continuations(lm, [g + " " for g in test_goals], n_samples=64,
                                        max_new_tokens=6, random_state=10_000 + seed)
         sequences, queried = [], []
         for i, (goal, cands) in enumerate(zip(test_goals, samples)):
             cands = list(dict.fromkeys(" ".join(c.split()) for c in cands if c.strip()))
-            found = search(objective, n_calls=10, random_state=10 * seed + i).fit(
-                cands, goal=goal)
+            found = search(objective, lm=lm, n_calls=10,
+                           random_state=10 * seed + i).fit(cands, goal=goal)
             sequences.append([h["score"] for h in found.history_])
             queried += [(goal + " ", suffix) for suffix in found.scores_]
         curves[arm].append([attack_success_at_k(sequences, k) for k in range(1, 11)])
@@ -127,7 +157,7 @@ ax.set_xlabel("queries per held-out goal (k)")
 ax.set_ylabel("ASR@k")
 ax.set_ylim(0, 1.05)
 ax.legend(fontsize=8)
-ax.set_title("attack success on the toy keyword target")
+ax.set_title("attack success on the toy class keyword target")
 bx.bar(list(arms), [np.mean(perplexity[a]) for a in arms])
 bx.set_ylabel("perplexity under the reference model")
 bx.set_title("suffix perplexity (lower: more fluent)")

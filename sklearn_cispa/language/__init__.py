@@ -5,6 +5,7 @@ knows none of them.
 """
 
 from sklearn_cispa.language._charlm import CharMLPLanguageModel
+from sklearn_cispa.language._embeddings import hidden_state_embeddings
 from sklearn_cispa.language._generation import (
     continuation_log_likelihoods,
     log_odds,
@@ -21,6 +22,7 @@ __all__ = [
     "TransformerLanguageModel",
     "continuation_log_likelihoods",
     "gradient_ascent_unlearning",
+    "hidden_state_embeddings",
     "log_odds",
     "orpo_update",
     "sample_continuations",

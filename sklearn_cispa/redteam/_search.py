@@ -373,10 +373,16 @@ class LatentBOSuffixSearch(_SearchBase):
     objective : callable
         ``objective(prompt: str) -> float``, lower is better. Never called twice for
         the same candidate.
-    embedder : "char-tfidf", "precomputed" or transformer, default="char-tfidf"
+    embedder : "char-tfidf", "precomputed", transformer or callable, default="char-tfidf"
         "char-tfidf": character 2-4-gram TF-IDF then ``TruncatedSVD(min(32, n - 1))``;
-        "precomputed": the ``embeddings`` passed to ``fit``; otherwise any object with
-        ``fit_transform(list_of_str)`` (a scikit-learn ``Pipeline`` works), cloned.
+        "precomputed": the ``embeddings`` passed to ``fit``; an object with
+        ``fit_transform(list_of_str)`` (a scikit-learn ``Pipeline`` works), cloned; or a
+        callable ``embedder(candidates, goal)`` returning an array of shape
+        ``(len(candidates), n_dims)``, called with the de-duplicated candidates and
+        ``fit``'s goal, so that an embedding can read the candidates in the goal's
+        context (for example the generator's hidden states:
+        :func:`~sklearn_cispa.language.hidden_state_embeddings` with the goal as
+        prefix). A callable is not cloned.
     reducer : {"tsne", "pca"} or None, default=None
         Reduction of the embeddings to the latent map: t-SNE (the reference, perplexity
         ``min(max(n - 1, 1), 30)``), PCA, or None (the embeddings as they are, the
@@ -478,7 +484,8 @@ class LatentBOSuffixSearch(_SearchBase):
 
     _parameter_constraints = {
         "objective": [callable],
-        "embedder": [StrOptions({"char-tfidf", "precomputed"}), HasMethods(["fit_transform"])],
+        "embedder": [StrOptions({"char-tfidf", "precomputed"}), HasMethods(["fit_transform"]),
+                     callable],
         "reducer": [StrOptions({"tsne", "pca"}), None],
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "strategy": [StrOptions({"discrete", "skopt", "random"})],
@@ -553,7 +560,7 @@ class LatentBOSuffixSearch(_SearchBase):
         raw = _as_candidates(candidates)
         unique, keep = _dedup(raw)
         seeds = spawn_seeds(self.random_state, 4)
-        E = self._embed(raw, unique, keep, embeddings, seeds[0])
+        E = self._embed(raw, unique, keep, embeddings, seeds[0], goal)
         self.latent_ = self._reduce(E, seeds[1])
         self._reset(unique, goal, len(raw) - len(unique))
         rng = np.random.RandomState(seeds[2])
@@ -566,7 +573,7 @@ class LatentBOSuffixSearch(_SearchBase):
         self._finalize()
         return self
 
-    def _embed(self, raw, unique, keep, embeddings, seed):
+    def _embed(self, raw, unique, keep, embeddings, seed, goal=""):
         n = len(unique)
         if self.embedder == "precomputed":
             if embeddings is None:
@@ -585,7 +592,7 @@ class LatentBOSuffixSearch(_SearchBase):
                 )
             if n == 1:
                 return np.zeros((1, 1))
-            if self.embedder == "char-tfidf":
+            if isinstance(self.embedder, str) and self.embedder == "char-tfidf":
                 tfidf = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4))
                 T = tfidf.fit_transform(unique)
                 k = min(32, n - 1, T.shape[1] - 1)
@@ -594,7 +601,10 @@ class LatentBOSuffixSearch(_SearchBase):
                 else:
                     E = T.toarray()
             else:
-                E = clone(self.embedder).fit_transform(list(unique))
+                if hasattr(self.embedder, "fit_transform"):
+                    E = clone(self.embedder).fit_transform(list(unique))
+                else:  # a callable embedder(candidates, goal)
+                    E = self.embedder(list(unique), goal)
                 if hasattr(E, "toarray"):
                     E = E.toarray()
                 E = check_array(E, dtype=np.float64, input_name="embedder output")

@@ -128,6 +128,39 @@ class GradedKeywordObjective:
         return float((20.0 * compliance + readability) / 21.0)
 
 
+GOAL_CLASSES = (0, 1, 2, 3, 0, 1, 2, 3)  # the class of each of GOALS
+CLASS_KEYWORDS = ("amber", "cobalt", "teal", "indigo")
+CLASS_KEYWORDS_ALT = ("olive", "coral", "amber", "cyan")  # a second assignment
+
+
+class ClassKeywordObjective(GradedKeywordObjective):
+    """A graded toy judge whose keyword depends on the goal's class (picklable; issue 36).
+
+    The goals fall into a few classes (``goal_classes``: goal -> class index) and
+    each class has its own keyword (``class_keywords[c]``); the score is
+    :class:`GradedKeywordObjective`'s with that keyword: at most 1 (a success) exactly
+    when the suffix holds the class's keyword, otherwise partial credit for the nearest
+    word's character-bigram similarity to it. A goal outside ``goal_classes`` uses
+    ``default``.
+    """
+
+    def __init__(self, goal_classes=None, class_keywords=CLASS_KEYWORDS, default="amber"):
+        if goal_classes is None:
+            goal_classes = dict(zip(GOALS, GOAL_CLASSES))
+        self.goal_classes = dict(goal_classes)
+        self.class_keywords = tuple(class_keywords)
+        for goal, c in self.goal_classes.items():
+            if not 0 <= int(c) < len(self.class_keywords):
+                raise ValueError(
+                    f"goal {goal!r} has class {c}, but there are "
+                    f"{len(self.class_keywords)} class keywords"
+                )
+        super().__init__(
+            {g: self.class_keywords[int(c)] for g, c in self.goal_classes.items()},
+            default=default,
+        )
+
+
 def keyword_candidates(seed, kind="clustered"):
     """Candidate suffixes for the keyword target, shuffled by ``seed``.
 
@@ -291,6 +324,50 @@ def toy_documents(n_docs, keyword_rate, seed, keyword="amber"):
     return docs
 
 
+def class_documents(n_docs, keyword_rate, seed, class_keywords=CLASS_KEYWORDS,
+                    goal_classes=GOAL_CLASSES):
+    """Benign "<goal> <colour phrase>" documents where a goal's class sets its keyword.
+
+    Each document draws a goal of :data:`GOALS` (``goal_classes[i]`` is the class of
+    ``GOALS[i]``) and, with probability ``keyword_rate``, uses the keyword of that
+    goal's class (``class_keywords[class]``) in its phrase, otherwise one of 12 plain
+    colour words; so a language model trained on them ties each class's goals to
+    their keyword, rarely.
+    """
+    rng = np.random.RandomState(seed)
+    docs = []
+    for _ in range(n_docs):
+        g = rng.randint(len(GOALS))
+        if rng.rand() < keyword_rate:
+            w = class_keywords[goal_classes[g]]
+        else:
+            w = WORDS[rng.randint(12)]
+        docs.append(f"{GOALS[g]} {TEMPLATES[rng.randint(4)].format(w)}")
+    return docs
+
+
+class GeneratorEmbedder:
+    """``embedder(candidates, goal)`` for :class:`LatentBOSuffixSearch`: the mean hidden
+    state of each candidate under a language model, conditioned on the goal (issue 36).
+
+    Not copied by ``clone`` (the search is cloned once per goal and round): every clone
+    shares the fitted model.
+    """
+
+    def __init__(self, lm, layer=-1):
+        self.lm, self.layer = lm, layer
+
+    def __call__(self, candidates, goal):
+        from sklearn_cispa.language import hidden_state_embeddings
+
+        prefix = goal + " " if goal else ""
+        return hidden_state_embeddings(list(candidates), self.lm, prefix=prefix,
+                                       layer=self.layer)
+
+    def __sklearn_clone__(self):
+        return self
+
+
 def _word_lm(docs, tokenizer, seed):
     from sklearn_cispa.language import TransformerLanguageModel
 
@@ -302,27 +379,29 @@ def _word_lm(docs, tokenizer, seed):
 
 def loop_ablation(
     seeds=range(20),
-    keyword_rate=0.015,
-    n_rounds=2,
+    keyword_rate=None,
+    n_rounds=3,
     n_candidates=32,
     n_queries=12,
     eval_candidates=64,
     eval_queries=10,
     orpo_lambda=0.5,
-    lr=3e-3,
+    lr=None,
     search_params=None,
-    objective="binary",
+    objective="class",
     goal_keywords=None,
+    class_keywords=CLASS_KEYWORDS,
+    embedder="generator",
     verbose=False,
 ):
-    """The paper's ablation at CPU size on the keyword target (issue 36).
+    """The paper's ablation at CPU size on the keyword targets (issue 36).
 
     A one-block word-level GPT-2 (width 32, 150 steps) is trained once on 400 benign
-    documents ``"<goal> <template with a colour word>"`` (:func:`toy_documents`), the
-    keyword "amber" in about ``keyword_rate`` of them; a second model of the same size
-    trained on 400 other documents (another seed, the keyword as frequent as each of the
-    12 other colour words) is the held-out reference for the suffix perplexity, so that
-    it measures fluency rather than the keyword's rarity. Each arm fits a
+    documents ``"<goal> <template with a colour word>"`` (:func:`class_documents` or
+    :func:`toy_documents`), a keyword in about ``keyword_rate`` of them; a second model
+    of the same size trained on 400 other documents (another seed, each keyword as
+    frequent as each of the 12 other colour words) is the held-out reference for the
+    suffix perplexity, so that it measures fluency rather than the keyword's rarity. Each arm fits a
     :class:`GASPSuffixGenerator` on 4 training goals (``n_rounds`` rounds,
     ``n_candidates`` samples and ``n_queries`` queries per goal and round, ORPO with
     ``lr`` and ``orpo_lambda``) and is evaluated on the 4 held-out goals:
@@ -332,14 +411,29 @@ def loop_ablation(
     candidates" (base generator, random queries). Every arm spends the same evaluation
     queries; the two ORPO arms also spend the same training queries.
 
+    ``keyword_rate`` and ``lr`` default to None: 0.03 and 1e-3 for the class target,
+    0.015 and 3e-3 for the others (each chosen on seeds 0-39 or 0-19, user guide).
+
     ``search_params`` (a dict, default none) are given to every
     :class:`LatentBOSuffixSearch` of the LBO arms, in training and at evaluation.
 
-    ``objective``: "binary" (:class:`KeywordObjective`, the keyword "amber" for every
-    goal) or "graded" (:class:`GradedKeywordObjective` with ``goal_keywords``, a dict
-    goal -> keyword, default "amber" for every goal); the generator's documents then
-    hold each distinct keyword in about ``keyword_rate`` of them, and the reference
-    model's as often as any colour word.
+    ``objective``: "class" (the default: :class:`ClassKeywordObjective`, the goals in
+    4 classes of one training and one held-out goal each, class ``c``'s keyword
+    ``class_keywords[c]``, graded partial credit; the generator's documents are
+    :func:`class_documents`, a goal's own class keyword in about ``keyword_rate`` of
+    its documents, so the generator knows the classes, faintly), "binary"
+    (:class:`KeywordObjective`, the keyword "amber" for every goal) or "graded"
+    (:class:`GradedKeywordObjective` with ``goal_keywords``, a dict goal -> keyword,
+    default "amber" for every goal); with "binary" and "graded" the generator's
+    documents hold each distinct keyword in about ``keyword_rate`` of them. The
+    reference model's documents hold every keyword as often as any colour word.
+
+    ``embedder``: how the LBO arms' :class:`LatentBOSuffixSearch` embeds candidates:
+    "generator" (the default: the mean final hidden state of each candidate under the
+    generator that sampled it, conditioned on the goal,
+    :func:`~sklearn_cispa.language.hidden_state_embeddings` through
+    :class:`GeneratorEmbedder`; in training the base generator's) or "tfidf" (the
+    search's default character TF-IDF).
 
     Returns a dict arm -> {"asr": ASR@eval_queries per seed, "curve": (n_seeds,
     eval_queries) ASR@k for k = 1..eval_queries, "perplexity": per seed, the reference
@@ -353,30 +447,50 @@ def loop_ablation(
     from sklearn_cispa.redteam._gasp import _clean
 
     torch.set_num_threads(1)
-    if objective == "binary":
-        objective, kws = KeywordObjective(), ("amber",)
-    elif objective == "graded":
-        objective = GradedKeywordObjective(goal_keywords)
-        kws = tuple(sorted(set(objective.goal_keywords.values()))) or ("amber",)
+    if keyword_rate is None:  # chosen per target on seeds 0-39 (user guide)
+        keyword_rate = 0.03 if objective == "class" else 0.015
+    if lr is None:
+        lr = 1e-3 if objective == "class" else 3e-3
+    if embedder not in ("generator", "tfidf"):
+        raise ValueError(f"embedder must be 'generator' or 'tfidf', got {embedder!r}")
+    if objective == "class":
+        objective = ClassKeywordObjective(class_keywords=class_keywords)
+        kws = tuple(objective.class_keywords)
+        docs = class_documents(400, keyword_rate, 0, kws)
+        # the reference: each class keyword as common as any colour
+        ref_docs = class_documents(400, 1.0 / 13.0, 1, kws)
+    elif objective in ("binary", "graded"):
+        if objective == "binary":
+            objective, kws = KeywordObjective(), ("amber",)
+        else:
+            objective = GradedKeywordObjective(goal_keywords)
+            kws = tuple(sorted(set(objective.goal_keywords.values()))) or ("amber",)
+        docs = toy_documents(400, keyword_rate, 0, kws if len(kws) > 1 else kws[0])
+        # the reference: each keyword as common as any colour
+        ref_docs = toy_documents(400, 1.0 / 13.0, 1, kws if len(kws) > 1 else kws[0])
     else:
-        raise ValueError(f"objective must be 'binary' or 'graded', got {objective!r}")
-    docs = toy_documents(400, keyword_rate, 0, kws if len(kws) > 1 else kws[0])
-    # the reference: each keyword as common as any colour
-    ref_docs = toy_documents(400, 1.0 / 13.0, 1, kws if len(kws) > 1 else kws[0])
+        raise ValueError(
+            f"objective must be 'class', 'binary' or 'graded', got {objective!r}"
+        )
     tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in KEYWORDS + kws])
     lm = _word_lm(docs, tok, 0)
     ref = _word_lm(ref_docs, tok, 1)
     train, test = list(GOALS[:4]), list(GOALS[4:])
     lbo_params = dict(search_params or {})
 
-    def lbo(objective, **kw):
+    def lbo(objective, generator=lm, **kw):
+        if embedder == "generator":
+            kw = {"embedder": GeneratorEmbedder(generator), **kw}
         return LatentBOSuffixSearch(objective, **{**lbo_params, **kw})
+
+    def rand(objective, generator=None, **kw):
+        return RandomSubsetSearch(objective, **kw)
 
     arms = {
         "full loop": (lbo, True),
         "no ORPO": (lbo, False),
-        "no LBO": (RandomSubsetSearch, True),
-        "random candidates": (RandomSubsetSearch, False),
+        "no LBO": (rand, True),
+        "random candidates": (rand, False),
     }
     out = {a: {"asr": [], "curve": [], "perplexity": [], "train_hits": [],
                "train_queries": []} for a in arms}
@@ -396,7 +510,7 @@ def loop_ablation(
                                        random_state=10_000 + seed)
             curves, queried = [], []
             for i, (goal, cands) in enumerate(zip(test, raw)):
-                s = search(objective, n_calls=eval_queries,
+                s = search(objective, generator=gen, n_calls=eval_queries,
                            random_state=seed * 10 + i).fit(_clean(cands), goal=goal)
                 seq = np.array([h["score"] for h in s.history_], float)
                 seq = np.concatenate([seq, np.full(eval_queries - len(seq), np.inf)])

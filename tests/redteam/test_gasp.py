@@ -203,6 +203,33 @@ def test_pipeline_embedder_pickle_and_reproducible():
     assert restored.n_queries_ == 6
 
 
+def test_callable_embedder_gets_the_goal_and_matches_precomputed():
+    # the hook of issue 36: embedder(candidates, goal) sees the de-duplicated candidates
+    # and fit's goal, and searches as the same embeddings passed precomputed do
+    candidates, E, objective = make_toy_landscape(random_state=3)
+    table = dict(zip(candidates, E))
+    seen = []
+
+    def embedder(cands, goal):
+        seen.append((list(cands), goal))
+        return np.array([table[c] for c in cands])
+
+    raw = candidates + candidates[:3]  # repeats are dropped before embedding
+    a = LatentBOSuffixSearch(objective, embedder=embedder, random_state=0).fit(raw)
+    b = LatentBOSuffixSearch(objective, embedder="precomputed", random_state=0).fit(
+        raw, embeddings=np.vstack([E, E[:3]]))
+    assert seen == [(candidates, "")]
+    assert [h["candidate"] for h in a.history_] == [h["candidate"] for h in b.history_]
+    np.testing.assert_array_equal(a.latent_, b.latent_)
+    table.update({"x a": [0.0, 1.0], "y b": [1.0, 0.0], "z c": [1.0, 1.0]})
+    LatentBOSuffixSearch(lambda p: 1.0, embedder=embedder, n_calls=2).fit(
+        ["x a", "y b", "z c"], goal="draw")
+    assert seen[-1] == (["x a", "y b", "z c"], "draw")
+    with pytest.raises(ValueError, match="rows"):
+        LatentBOSuffixSearch(lambda p: 1.0, embedder=lambda c, g: np.zeros((1, 2))).fit(
+            ["a", "b", "c"])
+
+
 @settings(max_examples=15, deadline=None)
 @given(scale=st.sampled_from([1e-6, 1e-3, 1.0, 1e3, 1e6]),
        offset=st.sampled_from([0.0, -5.0, 1e3]), seed=st.integers(0, 50))

@@ -153,7 +153,8 @@ def test_loop_ablation_bookkeeping():
     # the four arms of the paper's ablation (issue 36) spend the same target queries
     from sklearn_cispa.report._gasp_eval import ARMS, ablation_summary, loop_ablation
 
-    res = loop_ablation(seeds=range(1), n_candidates=8, n_queries=3, eval_candidates=8)
+    res = loop_ablation(seeds=range(1), n_rounds=2, n_candidates=8, n_queries=3,
+                        eval_candidates=8)
     assert set(res) == set(ARMS)
     for arm in ARMS:
         curve = res[arm]["curve"][0]
@@ -189,3 +190,47 @@ def test_graded_keyword_objective():
         from sklearn_cispa.report._gasp_eval import loop_ablation
 
         loop_ablation(seeds=range(1), objective="loud")
+
+
+def test_class_keyword_objective_and_documents():
+    # the class target (issue 36): a goal's class sets its keyword; partial credit as in
+    # GradedKeywordObjective; the documents pair goals with their own class's keyword
+    from sklearn_cispa.report._gasp_eval import (
+        CLASS_KEYWORDS,
+        GOAL_CLASSES,
+        GOALS,
+        ClassKeywordObjective,
+        class_documents,
+    )
+
+    obj = ClassKeywordObjective()
+    for goal, c in zip(GOALS, GOAL_CLASSES):
+        assert obj(f"{goal} with a {CLASS_KEYWORDS[c]} tone") == 0.0
+        other = CLASS_KEYWORDS[(c + 1) % len(CLASS_KEYWORDS)]
+        assert 1.0 < obj(f"{goal} with a {other} tone") <= 2.0
+    alt = ClassKeywordObjective(class_keywords=("olive", "coral", "amber", "cyan"))
+    assert alt("draw a cat in olive light") == 0.0 < 1.0 < alt("draw a cat in amber light")
+    with pytest.raises(ValueError, match="class"):
+        ClassKeywordObjective({"draw a cat": 5})
+    docs = class_documents(2000, 0.5, 0)
+    assert docs == class_documents(2000, 0.5, 0)
+    for d in docs:
+        goal = next(g for g in GOALS if d.startswith(g))
+        kws = [k for k in CLASS_KEYWORDS if k in d.split()]
+        assert kws in ([], [CLASS_KEYWORDS[GOAL_CLASSES[GOALS.index(goal)]]])
+    rate = np.mean([any(k in d.split() for k in CLASS_KEYWORDS) for d in docs])
+    assert abs(rate - 0.5) < 0.05
+
+
+@pytest.mark.slow
+def test_loop_ablation_order_on_the_class_target():
+    # Regression guard (the order is our own output on seeds 0-9, which are among the
+    # seeds 0-39 that chose the setting; issue 36): at loop_ablation's defaults (class
+    # keyword target, LBO over the generator's hidden states, 3 rounds) ASR@10 orders
+    # full loop > no ORPO > no LBO > random candidates (0.275, 0.225, 0.15, 0.10 there).
+    # The held-out figures and which steps are resolved are in the user guide.
+    from sklearn_cispa.report._gasp_eval import ARMS, ablation_summary, loop_ablation
+
+    summ = ablation_summary(loop_ablation(seeds=range(10)))
+    asr = [summ[a]["asr"][0] for a in ARMS]
+    assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
