@@ -143,3 +143,30 @@ def test_optional_import_message():
     with pytest.raises(ImportError, match=r"sklearn-cispa\[bench\]"):
         optional_import("lingam.surely_missing_submodule")
     assert is_available("numpy") and not is_available("definitely_missing_pkg_xyz")
+
+
+@pytest.mark.parametrize("start_training", [True, False])
+@pytest.mark.parametrize("enabled", [True, False])
+def test_eval_mode_sets_and_restores_every_submodule(start_training, enabled):
+    torch = pytest.importorskip("torch")
+    from sklearn_cispa.utils import eval_mode
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    net.train(start_training)
+    with eval_mode(net, enabled=enabled) as inside:
+        assert inside is net
+        seen = [m.training for m in net.modules()]
+    assert seen == [start_training and not enabled] * 3
+    assert [m.training for m in net.modules()] == [start_training] * 3
+
+
+def test_eval_mode_restores_the_mode_after_an_exception():
+    torch = pytest.importorskip("torch")
+    from sklearn_cispa.utils import eval_mode
+
+    net = torch.nn.Dropout(0.5)
+    with pytest.raises(RuntimeError, match="boom"):
+        with eval_mode(net):
+            assert not net.training
+            raise RuntimeError("boom")
+    assert net.training

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from sklearn_cispa.conformal._base import _BaseNoisyConformal, _label_indices
-from sklearn_cispa.utils import check_random_generator, optional_import
+from sklearn_cispa.utils import check_random_generator, eval_mode, optional_import
 
 _LOGISTIC = ("LogisticRegression", "LogisticRegressionCV")
 
@@ -324,12 +324,8 @@ def eot_pgd_l2_attack(
             torch_like = False
     if torch_like:
         module, grad = _torch_grad(model, y, objective, output, X.shape[1])
-        was_training = module.training
-        module.eval()
-        try:
+        with eval_mode(module):
             return _eot_pgd(grad, X, radius, sigma, n_steps, n_noise, step_size, clip, rng)
-        finally:
-            module.train(was_training)
 
     check_is_fitted(model)
     final, W, b = _linear_parts(model)

@@ -12,7 +12,13 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from sklearn_cispa.utils import resolve_device, spawn_seeds, torch_generator, torch_rng_context
+from sklearn_cispa.utils import (
+    eval_mode,
+    resolve_device,
+    spawn_seeds,
+    torch_generator,
+    torch_rng_context,
+)
 from sklearn_cispa.utils._torch import DivergenceCheck
 
 __all__ = ["CharMLPLanguageModel"]
@@ -375,18 +381,13 @@ class CharMLPLanguageModel(BaseEstimator):
         windows, nxt = self._windows(docs)
         module = self.module_
         dev = next(module.parameters()).device
-        was_training = module.training
-        module.eval()
         total = 0.0
-        try:
-            with torch.no_grad():
-                for start in range(0, len(windows), _EVAL_BATCH):
-                    w = torch.as_tensor(windows[start:start + _EVAL_BATCH], device=dev)
-                    t = torch.as_tensor(nxt[start:start + _EVAL_BATCH], device=dev)
-                    logits = module(w).double()
-                    total += float(nn.functional.cross_entropy(logits, t, reduction="sum"))
-        finally:
-            module.train(was_training)
+        with eval_mode(module), torch.no_grad():
+            for start in range(0, len(windows), _EVAL_BATCH):
+                w = torch.as_tensor(windows[start:start + _EVAL_BATCH], device=dev)
+                t = torch.as_tensor(nxt[start:start + _EVAL_BATCH], device=dev)
+                logits = module(w).double()
+                total += float(nn.functional.cross_entropy(logits, t, reduction="sum"))
         value = total / len(windows)
         if not np.isfinite(value):
             raise ValueError(
@@ -453,23 +454,18 @@ class CharMLPLanguageModel(BaseEstimator):
         ids = [int(i) for i in self.encode(_as_document(prefix, "prefix"))]
         module = self.module_
         dev = next(module.parameters()).device
-        was_training = module.training
-        module.eval()
         out = []
-        try:
-            with torch.no_grad():
-                for _ in range(int(n_chars)):
-                    logits = module(torch.as_tensor([ids], device=dev))
-                    if not bool(torch.isfinite(logits).all()):
-                        raise ValueError(
-                            "The model's next-character logits are not finite (overflow, "
-                            "for example under a NeuronMask with a huge scale)."
-                        )
-                    nxt = int(torch.argmax(logits[0]))
-                    ids.append(nxt)
-                    out.append(self.vocab_[nxt])
-        finally:
-            module.train(was_training)
+        with eval_mode(module), torch.no_grad():
+            for _ in range(int(n_chars)):
+                logits = module(torch.as_tensor([ids], device=dev))
+                if not bool(torch.isfinite(logits).all()):
+                    raise ValueError(
+                        "The model's next-character logits are not finite (overflow, "
+                        "for example under a NeuronMask with a huge scale)."
+                    )
+                nxt = int(torch.argmax(logits[0]))
+                ids.append(nxt)
+                out.append(self.vocab_[nxt])
         return "".join(str(s) for s in out)
 
     def __sklearn_tags__(self):

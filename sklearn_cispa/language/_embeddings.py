@@ -10,6 +10,8 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 
 from sklearn_cispa.language._generation import _check_lm, _position_limit, _texts
+from sklearn_cispa.language._tokenizer import _pad_rows
+from sklearn_cispa.utils import eval_mode
 
 __all__ = ["hidden_state_embeddings"]
 
@@ -103,29 +105,20 @@ def hidden_state_embeddings(texts, lm, prefix="", layer=-1, batch_size=64):
         starts.append(len(ctx))
     device = next(model.parameters()).device
     pad = adapter.eos if adapter.eos is not None else 0
-    was_training = model.training
-    model.eval()
     out = []
-    try:
-        with torch.no_grad():
-            for lo in range(0, len(rows), int(batch_size)):
-                chunk = rows[lo:lo + int(batch_size)]
-                first = starts[lo:lo + int(batch_size)]
-                width = max(len(r) for r in chunk)
-                ids = np.full((len(chunk), width), pad, dtype=np.int64)
-                mask = np.zeros((len(chunk), width), dtype=np.int64)
-                pool = np.zeros((len(chunk), width), dtype=np.float64)
-                for j, (r, s) in enumerate(zip(chunk, first)):
-                    ids[j, : len(r)] = r
-                    mask[j, : len(r)] = 1
-                    pool[j, s: len(r)] = 1.0 / (len(r) - s)
-                res = model(input_ids=torch.as_tensor(ids, device=device),
-                            attention_mask=torch.as_tensor(mask, device=device),
-                            output_hidden_states=True)
-                hidden = res.hidden_states[int(layer)].double().cpu().numpy()
-                out.append(np.einsum("bt,bth->bh", pool, hidden))
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.no_grad():
+        for lo in range(0, len(rows), int(batch_size)):
+            chunk = rows[lo:lo + int(batch_size)]
+            first = starts[lo:lo + int(batch_size)]
+            ids, mask = _pad_rows(chunk, pad)
+            pool = np.zeros(ids.shape, dtype=np.float64)
+            for j, (r, s) in enumerate(zip(chunk, first)):
+                pool[j, s: len(r)] = 1.0 / (len(r) - s)
+            res = model(input_ids=torch.as_tensor(ids, device=device),
+                        attention_mask=torch.as_tensor(mask, device=device),
+                        output_hidden_states=True)
+            hidden = res.hidden_states[int(layer)].double().cpu().numpy()
+            out.append(np.einsum("bt,bth->bh", pool, hidden))
     E = np.concatenate(out, axis=0)
     if not np.all(np.isfinite(E)):
         raise ValueError("the model's hidden states are not finite")

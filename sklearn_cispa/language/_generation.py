@@ -13,7 +13,8 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_cispa.utils import spawn_seeds, torch_rng_context
+from sklearn_cispa.language._tokenizer import _pad_rows
+from sklearn_cispa.utils import eval_mode, spawn_seeds, torch_rng_context
 from sklearn_cispa.utils._torch import check_finite_training
 
 __all__ = ["continuation_log_likelihoods", "log_odds", "orpo_update", "sample_continuations"]
@@ -259,28 +260,18 @@ def continuation_log_likelihoods(lm, prefixes, continuations, grad=False):
     model = lm.model_
     device = next(model.parameters()).device
     pad = adapter.eos if adapter.eos is not None else 0
-    width = max(len(r) for r in rows)
-    ids = np.full((len(rows), width), pad, dtype=np.int64)
-    mask = np.zeros((len(rows), width), dtype=np.int64)
-    target = np.zeros((len(rows), width - 1), dtype=bool)
+    ids, mask = _pad_rows(rows, pad)
+    target = np.zeros((len(rows), ids.shape[1] - 1), dtype=bool)
     for i, (r, s) in enumerate(zip(rows, starts)):
-        ids[i, : len(r)] = r
-        mask[i, : len(r)] = 1
         target[i, s - 1 : len(r) - 1] = True  # position j predicts token j + 1
     ids_t = torch.as_tensor(ids, device=device)
     mask_t = torch.as_tensor(mask, device=device)
     tgt = torch.as_tensor(target, device=device)
-    was_training = model.training
-    if not grad:
-        model.eval()
-    try:
-        with torch.set_grad_enabled(bool(grad)):
-            logits = model(input_ids=ids_t, attention_mask=mask_t).logits[:, :-1].double()
-            logp = torch.log_softmax(logits, dim=-1)
-            picked = logp.gather(-1, ids_t[:, 1:, None])[..., 0]
-            total = torch.where(tgt, picked, torch.zeros_like(picked)).sum(dim=1)
-    finally:
-        model.train(was_training)
+    with eval_mode(model, enabled=not grad), torch.set_grad_enabled(bool(grad)):
+        logits = model(input_ids=ids_t, attention_mask=mask_t).logits[:, :-1].double()
+        logp = torch.log_softmax(logits, dim=-1)
+        picked = logp.gather(-1, ids_t[:, 1:, None])[..., 0]
+        total = torch.where(tgt, picked, torch.zeros_like(picked)).sum(dim=1)
     n_tokens = tgt.sum(dim=1).to(torch.float64)
     return total, n_tokens
 

@@ -120,6 +120,21 @@ class CharTokenizer:
         return f"CharTokenizer(vocab_size={len(self.vocab)})"
 
 
+def _pad_rows(rows, pad_id):
+    """Right-pad token-id rows into ``(ids, attention_mask)``, both int64 ``(n, width)``.
+
+    ``width`` is the longest row; a row's positions past its own length hold ``pad_id``
+    and a mask of 0.
+    """
+    width = max(len(r) for r in rows)
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = r
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
 class _TokenizerAdapter:
     """One interface over the char tokenizer and a transformers tokenizer."""
 

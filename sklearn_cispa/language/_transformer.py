@@ -12,8 +12,14 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_cispa.language._charlm import _as_documents
-from sklearn_cispa.language._tokenizer import CharTokenizer, _TokenizerAdapter
-from sklearn_cispa.utils import optional_import, resolve_device, spawn_seeds, torch_rng_context
+from sklearn_cispa.language._tokenizer import CharTokenizer, _pad_rows, _TokenizerAdapter
+from sklearn_cispa.utils import (
+    eval_mode,
+    optional_import,
+    resolve_device,
+    spawn_seeds,
+    torch_rng_context,
+)
 from sklearn_cispa.utils._torch import check_finite_training
 
 __all__ = ["TransformerLanguageModel"]
@@ -277,15 +283,8 @@ class TransformerLanguageModel(BaseEstimator):
     def _batch(windows, device, pad_id):
         import torch
 
-        length = max(len(w) for w in windows) - 1
-        ids = np.full((len(windows), length), pad_id, dtype=np.int64)
-        labels = np.full((len(windows), length), -100, dtype=np.int64)
-        mask = np.zeros((len(windows), length), dtype=np.int64)
-        for r, w in enumerate(windows):
-            n = len(w) - 1
-            ids[r, :n] = w[:-1]
-            labels[r, :n] = w[1:]
-            mask[r, :n] = 1
+        ids, mask = _pad_rows([w[:-1] for w in windows], pad_id)
+        labels, _ = _pad_rows([w[1:] for w in windows], -100)
         as_t = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
         return as_t(ids), as_t(mask), as_t(labels)
 
@@ -423,21 +422,16 @@ class TransformerLanguageModel(BaseEstimator):
         pad = self._adapter.eos if self._adapter.eos is not None else 0
         pieces = [[] for _ in docs]
         step = max(1, 4 * int(self.batch_size))
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                for start in range(0, len(windows), step):
-                    chunk = windows[start:start + step]
-                    ids, mask, labels = self._batch(chunk, device, pad)
-                    logits = model(input_ids=ids, attention_mask=mask).logits.double()
-                    logp = torch.log_softmax(logits, dim=-1)
-                    safe = labels.clamp(min=0)
-                    picked = logp.gather(-1, safe[..., None])[..., 0].cpu().numpy()
-                    for r, w in enumerate(chunk):
-                        pieces[owner[start + r]].append(picked[r, :len(w) - 1])
-        finally:
-            model.train(was_training)
+        with eval_mode(model), torch.no_grad():
+            for start in range(0, len(windows), step):
+                chunk = windows[start:start + step]
+                ids, mask, labels = self._batch(chunk, device, pad)
+                logits = model(input_ids=ids, attention_mask=mask).logits.double()
+                logp = torch.log_softmax(logits, dim=-1)
+                safe = labels.clamp(min=0)
+                picked = logp.gather(-1, safe[..., None])[..., 0].cpu().numpy()
+                for r, w in enumerate(chunk):
+                    pieces[owner[start + r]].append(picked[r, :len(w) - 1])
         out = [np.concatenate(p) for p in pieces]
         if not all(np.all(np.isfinite(o)) for o in out):
             raise ValueError(
@@ -573,27 +567,22 @@ class TransformerLanguageModel(BaseEstimator):
         model = self.model_
         device = next(model.parameters()).device
         out = []
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                for _ in range(int(max_new_tokens)):
-                    ctx = seq[-int(self.block_size):]
-                    ids = torch.as_tensor([ctx], device=device)
-                    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
-                    last = logits[0, -1]
-                    if not bool(torch.isfinite(last).all()):
-                        raise ValueError(
-                            "The model's next-token logits are not finite (overflow, for "
-                            "example under a NeuronMask with a huge scale)."
-                        )
-                    nxt = int(torch.argmax(last))
-                    if adapter.eos is not None and nxt == adapter.eos:
-                        break
-                    seq.append(nxt)
-                    out.append(nxt)
-        finally:
-            model.train(was_training)
+        with eval_mode(model), torch.no_grad():
+            for _ in range(int(max_new_tokens)):
+                ctx = seq[-int(self.block_size):]
+                ids = torch.as_tensor([ctx], device=device)
+                logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+                last = logits[0, -1]
+                if not bool(torch.isfinite(last).all()):
+                    raise ValueError(
+                        "The model's next-token logits are not finite (overflow, for "
+                        "example under a NeuronMask with a huge scale)."
+                    )
+                nxt = int(torch.argmax(last))
+                if adapter.eos is not None and nxt == adapter.eos:
+                    break
+                seq.append(nxt)
+                out.append(nxt)
         return adapter.decode(out)
 
     def __sklearn_tags__(self):

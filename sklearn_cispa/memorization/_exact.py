@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_cispa.language import CharMLPLanguageModel
+from sklearn_cispa.utils import eval_mode
 
 __all__ = ["minimal_deactivation_set"]
 
@@ -100,15 +101,12 @@ def minimal_deactivation_set(model, prefix, secret, scale=0.0):
     hidden = []
     handle = module.act.register_forward_hook(
         lambda _m, _i, o: hidden.append(o.detach().double().cpu().numpy()[0]))
-    was_training = module.training
-    module.eval()
     try:
-        with torch.no_grad():
+        with eval_mode(module), torch.no_grad():
             for j in range(len(s_ids)):
                 module(torch.as_tensor(seq[None, : len(p_ids) + j], device=dev))
     finally:
         handle.remove()
-        module.train(was_training)
     best, best_units = float("inf"), []
     for j, h in enumerate(hidden):
         c = int(s_ids[j])

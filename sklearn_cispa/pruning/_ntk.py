@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_array
 from torch import nn
 from torch.nn import functional as F
 
-from sklearn_cispa.utils import check_random_generator, spawn_seeds, torch_rng_context
+from sklearn_cispa.utils import check_random_generator, eval_mode, spawn_seeds, torch_rng_context
 
 __all__ = ["empirical_ntk", "graphon_ntk", "make_graphon_mlp", "ntk_spectrum_stats"]
 
@@ -570,8 +570,6 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64, 
     Xt = _tensor(X, "X")
     Yt = Xt if Y is None else _tensor(Y, "Y")
 
-    was_training = module.training
-
     def f(p, x):
         out = functional_call(module, (p, buffers), (x.unsqueeze(0),)).reshape(-1)
         return out if output == "trace" else out[output : output + 1]
@@ -592,55 +590,53 @@ def empirical_ntk(module, X, Y=None, masks=None, output="trace", batch_size=64, 
             col += width
         return dest
 
-    try:
-        module.eval()
-        with torch.no_grad():
-            n_all = functional_call(module, (params, buffers), (Xt[:1],)).numel()
-        if output != "trace" and output >= n_all:
-            raise ValueError(f"output={output} but the module has {n_all} outputs.")
-        n_out = n_all if output == "trace" else 1
-        n_par = sum(p.numel() for p in params.values())
-        n_flat = n_out * n_par
-        chunks_x = [Xt[i : i + batch_size] for i in range(0, len(Xt), batch_size)]
-        chunks_y = (
-            chunks_x
-            if Y is None
-            else [Yt[i : i + batch_size] for i in range(0, len(Yt), batch_size)]
-        )
-        cache = len(Yt) * n_out * n_par * 8 <= _JACOBIAN_CACHE_BYTES
-        if cache:
-            # every Jacobian of Y held at once: one matrix product per chunk of X (all of
-            # it when Y is X), as fast as one vmap(jacrev) call on the whole batch
-            Jy = torch.empty(len(Yt), n_flat, dtype=torch.float64, device=device)
-            r0 = 0
-            for c in chunks_y:
-                jac(c, Jy[r0 : r0 + len(c)])
-                r0 += len(c)
-            if Y is None:
-                out = Jy @ Jy.T
-                out = torch.triu(out) + torch.triu(out, 1).T  # exactly symmetric
+    with eval_mode(module):
+        try:
+            with torch.no_grad():
+                n_all = functional_call(module, (params, buffers), (Xt[:1],)).numel()
+            if output != "trace" and output >= n_all:
+                raise ValueError(f"output={output} but the module has {n_all} outputs.")
+            n_out = n_all if output == "trace" else 1
+            n_par = sum(p.numel() for p in params.values())
+            n_flat = n_out * n_par
+            chunks_x = [Xt[i : i + batch_size] for i in range(0, len(Xt), batch_size)]
+            chunks_y = (
+                chunks_x
+                if Y is None
+                else [Yt[i : i + batch_size] for i in range(0, len(Yt), batch_size)]
+            )
+            cache = len(Yt) * n_out * n_par * 8 <= _JACOBIAN_CACHE_BYTES
+            if cache:
+                # every Jacobian of Y held at once: one matrix product per chunk of X (all of
+                # it when Y is X), as fast as one vmap(jacrev) call on the whole batch
+                Jy = torch.empty(len(Yt), n_flat, dtype=torch.float64, device=device)
+                r0 = 0
+                for c in chunks_y:
+                    jac(c, Jy[r0 : r0 + len(c)])
+                    r0 += len(c)
+                if Y is None:
+                    out = Jy @ Jy.T
+                    out = torch.triu(out) + torch.triu(out, 1).T  # exactly symmetric
+                else:
+                    out = torch.cat([jac(cx) @ Jy.T for cx in chunks_x], dim=0)
             else:
-                out = torch.cat([jac(cx) @ Jy.T for cx in chunks_x], dim=0)
-        else:
-            out = torch.empty(len(Xt), len(Yt), dtype=torch.float64, device=device)
-            r0 = 0
-            for i, cx in enumerate(chunks_x):
-                Jx = jac(cx)
-                c0 = 0
-                for j, cy in enumerate(chunks_y):
-                    if Y is None and j < i:
-                        block = out[c0 : c0 + len(cy), r0 : r0 + len(cx)].T
-                    else:
-                        block = Jx @ (Jx if Y is None and j == i else jac(cy)).T
-                    out[r0 : r0 + len(cx), c0 : c0 + len(cy)] = block
-                    c0 += len(cy)
-                r0 += len(cx)
-    except RuntimeError as exc:
-        raise ValueError(
-            f"calling the module (in float64) on X of shape {tuple(Xt.shape)} failed: {exc}"
-        ) from exc
-    finally:
-        module.train(was_training)
+                out = torch.empty(len(Xt), len(Yt), dtype=torch.float64, device=device)
+                r0 = 0
+                for i, cx in enumerate(chunks_x):
+                    Jx = jac(cx)
+                    c0 = 0
+                    for j, cy in enumerate(chunks_y):
+                        if Y is None and j < i:
+                            block = out[c0 : c0 + len(cy), r0 : r0 + len(cx)].T
+                        else:
+                            block = Jx @ (Jx if Y is None and j == i else jac(cy)).T
+                        out[r0 : r0 + len(cx), c0 : c0 + len(cy)] = block
+                        c0 += len(cy)
+                    r0 += len(cx)
+        except RuntimeError as exc:
+            raise ValueError(
+                f"calling the module (in float64) on X of shape {tuple(Xt.shape)} failed: {exc}"
+            ) from exc
     K = out.cpu().numpy()
     if not np.all(np.isfinite(K)):
         warnings.warn(

@@ -8,6 +8,7 @@ is defined in one place.
 from sklearn_cispa.utils._optional import is_available, optional_import
 from sklearn_cispa.utils._parallel import outer_n_jobs, parallel_map, pin_n_jobs, spawn_seeds
 from sklearn_cispa.utils._torch import (
+    eval_mode,
     resolve_device,
     torch_generator,
     torch_rng_context,
@@ -25,6 +26,7 @@ __all__ = [
     "check_min_samples",
     "check_probabilities",
     "check_random_generator",
+    "eval_mode",
     "is_available",
     "optional_import",
     "outer_n_jobs",

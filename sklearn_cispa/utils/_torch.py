@@ -136,6 +136,46 @@ def torch_rng_context(seed, device="cpu"):
         yield
 
 
+@contextlib.contextmanager
+def eval_mode(module, enabled=True):
+    """Put a torch module in evaluation mode inside the block and restore its mode after.
+
+    Dropout and other train-time behaviour are off inside the block; on leaving it,
+    normally or by an exception, the module is back in the mode it had on entering,
+    so a caller who was training it can go on training.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The module.
+    enabled : bool, default=True
+        When False the mode is left as it is inside the block (it is still restored
+        on leaving, in case the block changes it).
+
+    Yields
+    ------
+    module : torch.nn.Module
+        The same module.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_cispa.utils import eval_mode
+    >>> net = torch.nn.Dropout(0.5)
+    >>> with eval_mode(net):
+    ...     inside = net.training
+    >>> inside, net.training
+    (False, True)
+    """
+    was_training = module.training
+    if enabled:
+        module.eval()
+    try:
+        yield module
+    finally:
+        module.train(was_training)
+
+
 def check_finite_training(loss, *, epoch=None, estimator="the estimator", module=None):
     """Raise a ``ValueError`` when a training loss (or a module's parameters) is not finite.
 
