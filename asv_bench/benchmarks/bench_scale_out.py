@@ -22,7 +22,9 @@ seconds on a quiet 2-core machine:
   not investigated). Rerun 2026-12-05 with this class's ``track_speedup`` (Dask) on
   the 2-core machine at load average 6-8: 0.97x and 0.91x, which says nothing about the
   scale-out (two workers get no more CPU than one process at that load); serial and
-  Dask fits (16 paragraphs, 4 references, 5 steps) gave identical statistics.
+  Dask fits (16 paragraphs, 4 references, 5 steps) gave identical statistics. Rerun
+  2026-12-06 with ``track_speedup`` (Dask) at load average 0.5 rising to 2.0 (nothing
+  else running at the start): 1.76x.
 
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process, set up for
