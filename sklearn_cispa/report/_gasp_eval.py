@@ -393,6 +393,8 @@ def loop_ablation(
     class_keywords=CLASS_KEYWORDS,
     embedder="generator",
     verbose=False,
+    orpo_epochs=2,
+    arms=ARMS,
 ):
     """The paper's ablation at CPU size on the keyword targets (issue 36).
 
@@ -486,12 +488,15 @@ def loop_ablation(
     def rand(objective, generator=None, **kw):
         return RandomSubsetSearch(objective, **kw)
 
-    arms = {
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown or not arms:
+        raise ValueError(f"arms must be a non-empty subset of {ARMS}, got {arms!r}")
+    arms = {a: v for a, v in {
         "full loop": (lbo, True),
         "no ORPO": (lbo, False),
         "no LBO": (rand, True),
         "random candidates": (rand, False),
-    }
+    }.items() if a in arms}
     out = {a: {"asr": [], "curve": [], "perplexity": [], "train_hits": [],
                "train_queries": []} for a in arms}
     for seed in seeds:
@@ -502,6 +507,7 @@ def loop_ablation(
                     lm, search=search(objective), n_rounds=n_rounds,
                     n_candidates=n_candidates, n_queries=n_queries,
                     orpo_lambda=orpo_lambda, lr=lr, max_new_tokens=6, random_state=seed,
+                    orpo_epochs=orpo_epochs,
                 ).fit(train, objective)
                 gen, n_train = gasp.generator_, gasp.n_queries_
                 hits = int(sum(s <= 1.0 for row in gasp.scores_ for s in row))
