@@ -385,7 +385,7 @@ def loop_ablation(
     n_queries=12,
     eval_candidates=64,
     eval_queries=10,
-    orpo_lambda=0.5,
+    orpo_lambda=None,
     lr=None,
     search_params=None,
     objective="class",
@@ -393,7 +393,7 @@ def loop_ablation(
     class_keywords=CLASS_KEYWORDS,
     embedder="generator",
     verbose=False,
-    orpo_epochs=2,
+    orpo_epochs=None,
     arms=ARMS,
 ):
     """The paper's ablation at CPU size on the keyword targets (issue 36).
@@ -406,15 +406,18 @@ def loop_ablation(
     suffix perplexity, so that it measures fluency rather than the keyword's rarity. Each arm fits a
     :class:`GASPSuffixGenerator` on 4 training goals (``n_rounds`` rounds,
     ``n_candidates`` samples and ``n_queries`` queries per goal and round, ORPO with
-    ``lr`` and ``orpo_lambda``) and is evaluated on the 4 held-out goals:
+    ``lr``, ``orpo_lambda`` and ``orpo_epochs`` passes over each round's pairs) and
+    is evaluated on the 4 held-out goals:
     ``eval_candidates`` sampled suffixes per goal, ``eval_queries`` queries chosen by
     the arm's search. Arms: "full loop" (LBO and ORPO), "no ORPO" (the base generator,
     LBO), "no LBO" (ORPO on random queries, random queries at evaluation), "random
     candidates" (base generator, random queries). Every arm spends the same evaluation
     queries; the two ORPO arms also spend the same training queries.
 
-    ``keyword_rate`` and ``lr`` default to None: 0.03 and 1e-3 for the class target,
-    0.015 and 3e-3 for the others (each chosen on seeds 0-39 or 0-19, user guide).
+    ``keyword_rate``, ``lr``, ``orpo_lambda`` and ``orpo_epochs`` default to None: for
+    the class target 0.03, 3e-3, 0.1 and 8 (the keyword rate chosen on seeds 0-39 with
+    2 ORPO passes, then the ORPO step on seeds 0-39 at that rate); for the others 0.015,
+    3e-3, 0.5 and 2 (chosen on seeds 0-19; user guide).
 
     ``search_params`` (a dict, default none) are given to every
     :class:`LatentBOSuffixSearch` of the LBO arms, in training and at evaluation.
@@ -452,7 +455,11 @@ def loop_ablation(
     if keyword_rate is None:  # chosen per target on seeds 0-39 (user guide)
         keyword_rate = 0.03 if objective == "class" else 0.015
     if lr is None:
-        lr = 1e-3 if objective == "class" else 3e-3
+        lr = 3e-3
+    if orpo_lambda is None:  # the class target's ORPO step: chosen on seeds 0-39
+        orpo_lambda = 0.1 if objective == "class" else 0.5
+    if orpo_epochs is None:
+        orpo_epochs = 8 if objective == "class" else 2
     if embedder not in ("generator", "tfidf"):
         raise ValueError(f"embedder must be 'generator' or 'tfidf', got {embedder!r}")
     if objective == "class":
