@@ -32,8 +32,9 @@ figures over held-out seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, 
 setting): on seeds 1000-1099, ASR@10 0.287 (full loop) > 0.242 (no ORPO) > 0.233 (no
 LBO) > 0.150 (random candidates), standard errors 0.02-0.03; of the three steps only no
 LBO > random candidates is beyond 3 standard errors (full loop - no ORPO +0.045, 1.4 SE;
-no ORPO - no LBO +0.010, 0.3 SE). ORPO raises the suffixes' perplexity (26 and 12 against
-9 and 5).
+no ORPO - no LBO +0.010, 0.3 SE), and on 100 further seeds no LBO comes out above no ORPO
+(-0.033): LBO alone and ORPO alone are level. ORPO raises the suffixes' perplexity (26
+and 12 against 9 and 5).
 """
 
 import matplotlib.pyplot as plt
