@@ -21,12 +21,20 @@ embeds each goal's candidates with the generator's own hidden states, conditione
 goal (:func:`~sklearn_cispa.language.hidden_state_embeddings`, passed to
 :class:`~sklearn_cispa.redteam.LatentBOSuffixSearch` as a callable embedder). The four
 arms spend the same 10 queries per held-out goal; the two ORPO arms also spend the same
-training queries (3 rounds of 12 queries on 4 training goals, one per class). A second
+training queries (3 rounds of 12 queries on 4 training goals, one per class) and take
+the same ORPO steps (8 passes over each round's preference pairs, ``orpo_epochs=8``,
+with ``lr=3e-3`` and ``orpo_lambda=0.1``). A second
 model trained on other sentences (where every keyword is as common as any colour) gives
 the suffixes' perplexity, the paper's readability axis.
 
-Two seeds keep the example about a minute; the user guide gives the figures over held-out
-seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, the same setting).
+Two seeds keep the example short, so its curves are noisy; the user guide gives the
+figures over held-out seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, the same
+setting): on seeds 1000-1099, ASR@10 0.287 (full loop) > 0.242 (no ORPO) > 0.233 (no
+LBO) > 0.150 (random candidates), standard errors 0.02-0.03; of the three steps only no
+LBO > random candidates is beyond 3 standard errors (full loop - no ORPO +0.045, 1.4 SE;
+no ORPO - no LBO +0.010, 0.3 SE), and on 100 further seeds no LBO comes out above no ORPO
+(-0.033): LBO alone and ORPO alone are level. ORPO raises the suffixes' perplexity (26
+and 12 against 9 and 5).
 """
 
 import matplotlib.pyplot as plt
@@ -59,7 +67,7 @@ PHRASES = ["with a {} tone", "in {} light", "under a {} sky", "like {} paint"]
 GOALS = ["draw a cat", "paint a wall", "describe a room", "sketch a boat",
          "colour a kite", "design a cup", "plan a garden", "decorate a hall"]
 KEYWORDS = ["amber", "cobalt", "teal", "indigo"]  # goal i is in class i % 4
-RATE, LR = 0.03, 1e-3  # chosen on seeds 0-39 (user guide)
+RATE, LR = 0.03, 3e-3  # chosen on seeds 0-39 (user guide)
 
 
 def documents(n, keyword_rate, seed):
@@ -130,8 +138,9 @@ for seed in range(2):
         lm = generator
         if orpo:
             gasp = GASPSuffixGenerator(generator, search=search(objective), n_rounds=3,
-                                       n_candidates=32, n_queries=12, orpo_lambda=0.5,
-                                       lr=LR, max_new_tokens=6, random_state=seed)
+                                       n_candidates=32, n_queries=12, orpo_lambda=0.1,
+                                       lr=LR, orpo_epochs=8, max_new_tokens=6,
+                                       random_state=seed)
             lm = gasp.fit(train_goals, objective).generator_
         samples = sample_continuations(lm, [g + " " for g in test_goals], n_samples=64,
                                        max_new_tokens=6, random_state=10_000 + seed)

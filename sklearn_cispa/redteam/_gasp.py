@@ -18,7 +18,6 @@ from sklearn_cispa.utils import spawn_seeds
 
 SUCCESS_THRESHOLD = 1.0  # GASP's judge: a score at most 1 is a success
 _ORPO_BATCH = 16
-_ORPO_PASSES = 2
 
 
 def _unwrap(generator):
@@ -105,6 +104,9 @@ class GASPSuffixGenerator(BaseEstimator):
         Seeds the sampling, the searches and the ORPO steps.
     verbose : int, default=0
         Print one line per round when positive.
+    orpo_epochs : int, default=2
+        Passes over each round's preference pairs: the round's update is
+        ``orpo_epochs * ceil(n_pairs / 16)`` AdamW steps on batches of 16 pairs.
 
     Attributes
     ----------
@@ -128,8 +130,8 @@ class GASPSuffixGenerator(BaseEstimator):
     Departures from the paper (Basani and Zhang, NeurIPS 2025): the generator emits one
     suffix per sample rather than a list, so the preference pairs are suffixes (the
     i-th best queried suffix of a prompt preferred to its i-th worst, when their scores
-    differ) instead of re-ranked lists; each round's update is ``2 * ceil(n_pairs /
-    16)`` AdamW steps on batches of 16 pairs (no LoRA; the whole small model is
+    differ) instead of re-ranked lists; each round's update is ``orpo_epochs *
+    ceil(n_pairs / 16)`` AdamW steps on batches of 16 pairs (no LoRA; the whole small model is
     trained); sampling uses temperature 1 without top-k; suffixes do not accumulate
     across rounds (every round continues the goal itself). Suffixes are the sampled
     continuations with whitespace collapsed; repeats and empty samples are dropped
@@ -175,6 +177,7 @@ class GASPSuffixGenerator(BaseEstimator):
         "n_queries": [Interval(Integral, 1, None, closed="left")],
         "orpo_lambda": [Interval(Real, 0, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither")],
+        "orpo_epochs": [Interval(Integral, 1, None, closed="left")],
         "max_new_tokens": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -192,6 +195,7 @@ class GASPSuffixGenerator(BaseEstimator):
         max_new_tokens=24,
         random_state=None,
         verbose=0,
+        orpo_epochs=2,
     ):
         self.generator = generator
         self.search = search
@@ -203,6 +207,7 @@ class GASPSuffixGenerator(BaseEstimator):
         self.max_new_tokens = max_new_tokens
         self.random_state = random_state
         self.verbose = verbose
+        self.orpo_epochs = orpo_epochs
 
     def _fitted_generator(self):
         lm = _unwrap(self.generator)
@@ -310,7 +315,7 @@ class GASPSuffixGenerator(BaseEstimator):
                 "margin_after": float("nan"),
             }
             if pairs[0]:
-                n_steps = _ORPO_PASSES * int(np.ceil(len(pairs[0]) / _ORPO_BATCH))
+                n_steps = int(self.orpo_epochs) * int(np.ceil(len(pairs[0]) / _ORPO_BATCH))
                 info = orpo_update(
                     lm,
                     *pairs,

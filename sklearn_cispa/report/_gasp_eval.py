@@ -385,7 +385,7 @@ def loop_ablation(
     n_queries=12,
     eval_candidates=64,
     eval_queries=10,
-    orpo_lambda=0.5,
+    orpo_lambda=None,
     lr=None,
     search_params=None,
     objective="class",
@@ -393,6 +393,8 @@ def loop_ablation(
     class_keywords=CLASS_KEYWORDS,
     embedder="generator",
     verbose=False,
+    orpo_epochs=None,
+    arms=ARMS,
 ):
     """The paper's ablation at CPU size on the keyword targets (issue 36).
 
@@ -404,15 +406,18 @@ def loop_ablation(
     suffix perplexity, so that it measures fluency rather than the keyword's rarity. Each arm fits a
     :class:`GASPSuffixGenerator` on 4 training goals (``n_rounds`` rounds,
     ``n_candidates`` samples and ``n_queries`` queries per goal and round, ORPO with
-    ``lr`` and ``orpo_lambda``) and is evaluated on the 4 held-out goals:
+    ``lr``, ``orpo_lambda`` and ``orpo_epochs`` passes over each round's pairs) and
+    is evaluated on the 4 held-out goals:
     ``eval_candidates`` sampled suffixes per goal, ``eval_queries`` queries chosen by
     the arm's search. Arms: "full loop" (LBO and ORPO), "no ORPO" (the base generator,
     LBO), "no LBO" (ORPO on random queries, random queries at evaluation), "random
     candidates" (base generator, random queries). Every arm spends the same evaluation
     queries; the two ORPO arms also spend the same training queries.
 
-    ``keyword_rate`` and ``lr`` default to None: 0.03 and 1e-3 for the class target,
-    0.015 and 3e-3 for the others (each chosen on seeds 0-39 or 0-19, user guide).
+    ``keyword_rate``, ``lr``, ``orpo_lambda`` and ``orpo_epochs`` default to None: for
+    the class target 0.03, 3e-3, 0.1 and 8 (the keyword rate chosen on seeds 0-39 with
+    2 ORPO passes, then the ORPO step on seeds 0-39 at that rate); for the others 0.015,
+    3e-3, 0.5 and 2 (chosen on seeds 0-19; user guide).
 
     ``search_params`` (a dict, default none) are given to every
     :class:`LatentBOSuffixSearch` of the LBO arms, in training and at evaluation.
@@ -450,7 +455,11 @@ def loop_ablation(
     if keyword_rate is None:  # chosen per target on seeds 0-39 (user guide)
         keyword_rate = 0.03 if objective == "class" else 0.015
     if lr is None:
-        lr = 1e-3 if objective == "class" else 3e-3
+        lr = 3e-3
+    if orpo_lambda is None:  # the class target's ORPO step: chosen on seeds 0-39
+        orpo_lambda = 0.1 if objective == "class" else 0.5
+    if orpo_epochs is None:
+        orpo_epochs = 8 if objective == "class" else 2
     if embedder not in ("generator", "tfidf"):
         raise ValueError(f"embedder must be 'generator' or 'tfidf', got {embedder!r}")
     if objective == "class":
@@ -486,12 +495,15 @@ def loop_ablation(
     def rand(objective, generator=None, **kw):
         return RandomSubsetSearch(objective, **kw)
 
-    arms = {
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown or not arms:
+        raise ValueError(f"arms must be a non-empty subset of {ARMS}, got {arms!r}")
+    arms = {a: v for a, v in {
         "full loop": (lbo, True),
         "no ORPO": (lbo, False),
         "no LBO": (rand, True),
         "random candidates": (rand, False),
-    }
+    }.items() if a in arms}
     out = {a: {"asr": [], "curve": [], "perplexity": [], "train_hits": [],
                "train_queries": []} for a in arms}
     for seed in seeds:
@@ -502,6 +514,7 @@ def loop_ablation(
                     lm, search=search(objective), n_rounds=n_rounds,
                     n_candidates=n_candidates, n_queries=n_queries,
                     orpo_lambda=orpo_lambda, lr=lr, max_new_tokens=6, random_state=seed,
+                    orpo_epochs=orpo_epochs,
                 ).fit(train, objective)
                 gen, n_train = gasp.generator_, gasp.n_queries_
                 hits = int(sum(s <= 1.0 for row in gasp.scores_ for s in row))
