@@ -147,3 +147,85 @@ def test_fixed_random_state_reproduces_bitwise(seed):
     for attr in FIT_ATTRS:
         assert getattr(b, attr).tobytes() == first[attr].tobytes(), attr
     assert list(b.mixing_sets_) == sets
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_short_run_em_continues_only_the_leader(seed):
+    """``init_iter`` (short-run EM over the restarts): after ``init_iter`` iterations
+    every run but the leader of its (problem, k) stops there; the leader is bitwise the
+    run it is without the short-run selection, so the kept best run of every k is
+    bitwise the full runs' best whenever the leader then was also the best at the end,
+    and the batch makes fewer E-steps."""
+    rng = np.random.default_rng(seed)
+    n, init_iter = 300, 4
+    problems = []
+    for t in range(3):
+        Z, y = _mixed_problem(rng, n, 1, 3)
+        starts, n_comp = _starts(Z, y, [2, 3], 3, (seed, t))
+        problems.append((Z, y, starts, n_comp))
+    full = _em_many(problems, 200, VAR_FLOOR)
+    short = _em_many(problems, 200, VAR_FLOOR, init_iter=init_iter)
+    capped = _em_many(problems, init_iter, VAR_FLOOR)  # every run's iterate at init_iter
+    n_stopped = 0
+    for (_, _, _, n_comp), runs_f, runs_s, runs_c in zip(problems, full, short, capped):
+        for k in (2, 3):
+            idx = [i for i, kk in enumerate(n_comp) if kk == k]
+            # the group's leader at init_iter (or earlier: runs that converged)
+            lls = [runs_c[i]["ll"] for i in idx]
+            leader = idx[int(np.argmax(lls))]
+            _assert_same_run(runs_s[leader], runs_f[leader])
+            for i in idx:
+                if i == leader:
+                    continue
+                if runs_f[i]["n_iter"] <= init_iter:  # converged before the selection
+                    _assert_same_run(runs_s[i], runs_f[i])
+                else:  # stopped at init_iter, at the plain iterate, below the leader
+                    _assert_same_run(runs_s[i], runs_c[i])
+                    assert runs_s[i]["ll"] < runs_s[leader]["ll"]
+                    n_stopped += 1
+    assert n_stopped > 0
+    iters = [sum(r["n_iter"] for runs in out for r in runs) for out in (full, short)]
+    assert iters[1] < iters[0]
+
+
+def test_short_run_em_discoverer_is_valid_and_memoised():
+    """The discoverer with ``init_iter`` gives a DAG, reproduces bitwise under a fixed
+    ``random_state``, and its ``mixing_evidence_`` from the memoised fits equals the
+    evidence refitted with the same setting."""
+    X, est = _fitted(2, init_iter=5)
+    a = est.fit(X)
+    adj = a.adjacency_.copy()
+    order = a.causal_order_
+    pos = np.empty_like(order)
+    pos[order] = np.arange(len(order))
+    src, dst = np.nonzero(adj)
+    assert np.all(pos[src] < pos[dst])  # edges follow the causal order: a DAG
+    evidence = a.mixing_evidence_.copy()
+    Xs, _, _ = _scale_columns(X)
+    (seed,) = spawn_seeds(est.random_state, 1)
+    parents = {j: np.flatnonzero(adj[:, j]).tolist() for j in range(X.shape[1])}
+    cache = _ScoreCache(
+        Xs,
+        max_components=est.max_components,
+        n_init=est.n_init,
+        max_iter=est.max_iter,
+        seed=seed,
+        n_jobs=None,
+        init_iter=5,
+    )
+    cache.ensure([(j, parents[j]) for j in parents])
+    fits = [cache.fit(j, parents[j]) for j in parents]
+    empty = _ScoreCache(
+        Xs,
+        max_components=est.max_components,
+        n_init=est.n_init,
+        max_iter=est.max_iter,
+        seed=seed,
+        n_jobs=None,
+        init_iter=5,
+    )
+    empty.cache = cache.cache
+    assert _mixing_evidence(empty, parents, fits).tobytes() == evidence.tobytes()
+    b = est.fit(X)
+    for attr in FIT_ATTRS:
+        assert getattr(b, attr).tobytes() == getattr(a, attr).tobytes(), attr
