@@ -118,18 +118,30 @@ def _student_t_fit_many(Z, y, var_floor):
         G = G + (1e-10 * scale + 1e-300)[:, :, None, None] * ridge_eye
         return np.linalg.solve(G, b[..., None])[..., 0]
 
+    # the residuals, their squares and the weights live in three (P, n, m) buffers,
+    # updated in place (the same arithmetic as fresh arrays: bitwise the same fit)
+    yc = y[:, :, None]
     B = wls(np.ones((P, n, m)))
-    res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
-    s2 = np.maximum(np.mean(res**2, axis=1), var_floor)
+    res = np.matmul(Z, B.transpose(0, 2, 1))
+    np.subtract(yc, res, out=res)
+    r2 = np.square(res)
+    s2 = np.maximum(np.mean(r2, axis=1), var_floor)
+    w = np.empty_like(r2)
+    nu1 = T_DOFS + 1.0
     for _ in range(T_ITER):
-        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2[:, None, :])
+        np.divide(r2, s2[:, None, :], out=w)  # weights (nu + 1) / (nu + r^2 / s2)
+        w += T_DOFS
+        np.divide(nu1, w, out=w)
         B = wls(w)
-        res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
-        s2 = np.maximum(np.mean(w * res**2, axis=1), var_floor)
+        res = np.matmul(Z, B.transpose(0, 2, 1))
+        np.subtract(yc, res, out=res)
+        np.square(res, out=r2)
+        w *= r2  # the weighted squared residuals, for s2 (w is recomputed next)
+        s2 = np.maximum(np.mean(w, axis=1), var_floor)
     nu = T_DOFS
     ll = (
         n * (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s2))
-        - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2[:, None, :])).sum(axis=1)
+        - 0.5 * (nu + 1) * np.log1p(r2 / (nu * s2[:, None, :])).sum(axis=1)
     )
     out = []
     for p in range(P):

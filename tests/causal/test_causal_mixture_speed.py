@@ -122,6 +122,7 @@ def test_memoised_mixing_evidence_equals_refitted():
             max_iter=est.max_iter,
             seed=seed,
             n_jobs=None,
+            init_iter=est.init_iter,
         )
 
     memo = cache()
@@ -229,3 +230,59 @@ def test_short_run_em_discoverer_is_valid_and_memoised():
     b = est.fit(X)
     for attr in FIT_ATTRS:
         assert getattr(b, attr).tobytes() == getattr(a, attr).tobytes(), attr
+
+
+def _student_t_reference(Z, y, var_floor):
+    """The Student-t IRLS of ``_student_t_fit_many`` written with fresh arrays (the
+    form before the in-place buffers): the same arithmetic, one expression a step."""
+    from scipy.special import gammaln
+
+    from sklearn_cispa.causal._mixture_regression import T_DOFS, T_ITER
+
+    P, n, d = Z.shape
+    m = len(T_DOFS)
+    ZZ = (Z[:, :, :, None] * Z[:, :, None, :]).reshape(P, n, d * d)
+    Zy = Z * y[:, :, None]
+
+    def wls(w):
+        wt = w.transpose(0, 2, 1)
+        G = np.matmul(wt, ZZ).reshape(P, m, d, d)
+        b = np.matmul(wt, Zy)
+        scale = np.trace(G, axis1=2, axis2=3) / d
+        G = G + (1e-10 * scale + 1e-300)[:, :, None, None] * np.eye(d)
+        return np.linalg.solve(G, b[..., None])[..., 0]
+
+    B = wls(np.ones((P, n, m)))
+    res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+    s2 = np.maximum(np.mean(res**2, axis=1), var_floor)
+    for _ in range(T_ITER):
+        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2[:, None, :])
+        B = wls(w)
+        res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+        s2 = np.maximum(np.mean(w * res**2, axis=1), var_floor)
+    nu = T_DOFS
+    ll = n * (
+        gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s2)
+    ) - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2[:, None, :])).sum(axis=1)
+    return ll, B, s2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_student_t_fits_in_place_equal_the_plain_expressions(seed):
+    """Issue 33: the Student-t single mechanisms updated in place are bitwise the fits
+    of the plain expressions (every degrees of freedom's log-likelihood, slopes and
+    scale; the kept one)."""
+    from sklearn_cispa.causal._mixture_regression import T_DOFS, _student_t_fit_many
+
+    rng = np.random.default_rng(seed)
+    for P, n, p in [(1, 300, 0), (7, 1000, 2), (4, 500, 5)]:
+        Z = with_intercept(rng.normal(size=(P * n, p))).reshape(P, n, p + 1)
+        y = Z @ rng.normal(size=p + 1) + rng.standard_t(2 + seed, size=(P, n))
+        y = (y - y.mean(axis=1, keepdims=True)) / y.std(axis=1, keepdims=True)
+        ll, B, s2 = _student_t_reference(Z, y, VAR_FLOOR)
+        for q, fit in enumerate(_student_t_fit_many(Z, y, VAR_FLOOR)):
+            best = int(np.argmax(ll[q]))
+            assert fit["nu"] == T_DOFS[best]
+            assert fit["ll"] == ll[q, best]
+            assert fit["B"].tobytes() == B[q, best : best + 1].tobytes()
+            assert fit["s2"].tobytes() == s2[q, best : best + 1].tobytes()
