@@ -58,11 +58,19 @@ def _shared_split_fit(Z, y, labels):
 
 
 def _bic_fits_task(
-    problems, n_init, max_iter, min_separation, heavy_tails, known=None, return_fits=False
+    problems,
+    n_init,
+    max_iter,
+    min_separation,
+    heavy_tails,
+    known=None,
+    return_fits=False,
+    init_iter=None,
 ):
     """:func:`fit_mixture_bic_many` with the search's EM settings (module level: a
     picklable task); each result is the one the problem gets alone. ``known`` and
-    ``return_fits``: the memoised per-k fits (see :func:`fit_mixture_bic_many`)."""
+    ``return_fits``: the memoised per-k fits (see :func:`fit_mixture_bic_many`);
+    ``init_iter``: short-run EM over the restarts (see :func:`_em_many`)."""
     return fit_mixture_bic_many(
         problems,
         n_init=n_init,
@@ -72,6 +80,7 @@ def _bic_fits_task(
         heavy_tails=heavy_tails,
         known=known,
         return_fits=return_fits,
+        init_iter=init_iter,
     )
 
 
@@ -120,6 +129,7 @@ def _local_scores_task(
     seed,
     min_separation=MIN_SEPARATION,
     heavy_tails=True,
+    init_iter=None,
     return_fits=False,
 ):
     """:func:`_local_score_task` for many ``(node, parents, parent_labels)`` at once
@@ -136,7 +146,15 @@ def _local_scores_task(
         k_range = k_range_bic(len(y), len(parents), max_components)
         problems.append((Xp, y, k_range, entropy))
         designs.append((with_intercept(Xp), y))
-    fits = _bic_fits_task(problems, n_init, max_iter, min_separation, heavy_tails, return_fits=True)
+    fits = _bic_fits_task(
+        problems,
+        n_init,
+        max_iter,
+        min_separation,
+        heavy_tails,
+        return_fits=True,
+        init_iter=init_iter,
+    )
     out = []
     for (Z, y), (fit, _, k_fits), (_, _, parent_labels) in zip(designs, fits, items):
         bic, k = float(fit["bic"]), int(fit["k"])
@@ -194,8 +212,10 @@ class _ScoreCache:
         share=False,
         min_separation=MIN_SEPARATION,
         heavy_tails=True,
+        init_iter=None,
     ):
         self.X = X
+        self.init_iter = init_iter
         self.share = share
         self.min_separation = min_separation
         self.heavy_tails = heavy_tails
@@ -288,6 +308,7 @@ class _ScoreCache:
             self.seed,
             self.min_separation,
             self.heavy_tails,
+            self.init_iter,
         )
 
     def _parent_labels(self, parents):
@@ -566,6 +587,8 @@ def _mixing_evidence(cache, parents, fits):
             min_separation,
             cache.heavy_tails,
             [k for _, k in chunk],
+            False,
+            cache.init_iter,
         ),
     )
     bic_1 = np.array([f["bic"] for f, _ in out[:n_nodes]])
@@ -709,6 +732,16 @@ class CausalMixtureDiscoverer(BaseEstimator):
         EM restarts of every local mixture fit.
     max_iter : int, default=200
         EM iteration cap of every local mixture fit.
+    init_iter : int or None, default=None
+        Short-run EM over the ``n_init`` restarts of every local fit and number of
+        components (the "emEM" initialisation of Biernacki, Celeux and Govaert, 2003):
+        all restarts run ``init_iter`` iterations, then only the one of highest
+        log-likelihood continues to convergence (the others are stopped there). About
+        half the CPU time of the fit with the defaults, at the risk of stopping a
+        restart that would have overtaken the leader: with ``init_iter=5`` the
+        directed-edge F1 on generated data (seeds 0-4, n = 1000) was the same at 10
+        nodes and higher at 20, but lower on the Sachs subsamples (see the user guide).
+        None: every restart runs to convergence, as in the specification.
     n_jobs : int, default=None
         Number of joblib jobs over the local scores of one search step, one or two
         tasks of batched scores per job (through
@@ -845,7 +878,9 @@ class CausalMixtureDiscoverer(BaseEstimator):
 
     Departures from the reference code: the local fit is a numpy EM with ``n_init``
     seeded restarts instead of R flexmix's single random start, the first of them from a
-    split of the rows by OLS-residual rank (see :class:`MixtureOfLinearRegressions`);
+    split of the rows by OLS-residual rank (see :class:`MixtureOfLinearRegressions`;
+    with ``init_iter``, only the restart of highest log-likelihood after ``init_iter``
+    iterations runs to convergence);
     root nodes get an intercept-only mixture instead of a regression on a random dummy
     covariate; memo keys are parent *sets* and each fit is seeded from its key; with
     ``search="ges"`` each node's mixture is fitted on its parents plus undirected
@@ -891,6 +926,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         "flexible_noise": ["boolean"],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
         # joblib's convention: 0 is not a number of jobs
         "n_jobs": [
             Interval(numbers.Integral, None, -1, closed="right"),
@@ -912,6 +948,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         flexible_noise=False,
         n_init=3,
         max_iter=200,
+        init_iter=None,
         n_jobs=None,
         random_state=None,
     ):
@@ -925,6 +962,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
         self.flexible_noise = flexible_noise
         self.n_init = n_init
         self.max_iter = max_iter
+        self.init_iter = init_iter
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -974,6 +1012,7 @@ class CausalMixtureDiscoverer(BaseEstimator):
             min_separation=self.min_separation,
             # "flexible": the Student-t and the sinh-arcsinh single mechanisms compete
             heavy_tails="flexible" if self.flexible_noise else self.heavy_tails,
+            init_iter=self.init_iter,
         )
         if self.search == "topological":
             parents, order = _topological_search(cache, n_nodes, self.prune_alpha)

@@ -118,18 +118,30 @@ def _student_t_fit_many(Z, y, var_floor):
         G = G + (1e-10 * scale + 1e-300)[:, :, None, None] * ridge_eye
         return np.linalg.solve(G, b[..., None])[..., 0]
 
+    # the residuals, their squares and the weights live in three (P, n, m) buffers,
+    # updated in place (the same arithmetic as fresh arrays: bitwise the same fit)
+    yc = y[:, :, None]
     B = wls(np.ones((P, n, m)))
-    res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
-    s2 = np.maximum(np.mean(res**2, axis=1), var_floor)
+    res = np.matmul(Z, B.transpose(0, 2, 1))
+    np.subtract(yc, res, out=res)
+    r2 = np.square(res)
+    s2 = np.maximum(np.mean(r2, axis=1), var_floor)
+    w = np.empty_like(r2)
+    nu1 = T_DOFS + 1.0
     for _ in range(T_ITER):
-        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2[:, None, :])
+        np.divide(r2, s2[:, None, :], out=w)  # weights (nu + 1) / (nu + r^2 / s2)
+        w += T_DOFS
+        np.divide(nu1, w, out=w)
         B = wls(w)
-        res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
-        s2 = np.maximum(np.mean(w * res**2, axis=1), var_floor)
+        res = np.matmul(Z, B.transpose(0, 2, 1))
+        np.subtract(yc, res, out=res)
+        np.square(res, out=r2)
+        w *= r2  # the weighted squared residuals, for s2 (w is recomputed next)
+        s2 = np.maximum(np.mean(w, axis=1), var_floor)
     nu = T_DOFS
     ll = (
         n * (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s2))
-        - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2[:, None, :])).sum(axis=1)
+        - 0.5 * (nu + 1) * np.log1p(r2 / (nu * s2[:, None, :])).sum(axis=1)
     )
     out = []
     for p in range(P):
@@ -267,7 +279,7 @@ def _residual_partition(Z, y, k, ranks=None):
     return ranks * k // Z.shape[0]
 
 
-def _em_many(problems, max_iter, var_floor, accelerate=True):
+def _em_many(problems, max_iter, var_floor, accelerate=True, init_iter=None):
     """EM runs of many regressions at once, from given hard partitions.
 
     ``problems`` is a list of ``(Z, y, starts, n_components)``, every ``Z`` with the same
@@ -282,6 +294,14 @@ def _em_many(problems, max_iter, var_floor, accelerate=True):
     Every run's arithmetic is its own (stacked matrix products of one run's shapes,
     row-wise reductions), so a run follows the same iterations whatever else is in the
     batch.
+
+    With an int ``init_iter`` (short-run EM, the "emEM" initialisation of Biernacki,
+    Celeux and Govaert 2003), the runs of one problem with the same number of starting
+    components compete after ``init_iter`` iterations: every run whose log-likelihood is
+    then below the best of its group (running or already converged) stops there, and
+    only the leader continues. A stopped run is returned at that iterate; it is never
+    the best of its group, whose log-likelihood only grows. ``None``: every run to
+    convergence.
 
     Returns, per problem, one dict per run with ``ll``, ``B``, ``s2``, ``pi`` (active
     components only, in their starting order) and ``n_iter``.
@@ -303,7 +323,17 @@ def _em_many(problems, max_iter, var_floor, accelerate=True):
         for i, (_, _, part) in enumerate(members):
             R[i, part, rows] = 1.0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            res = _em_loop(W[tid], ZY[tid], R, max_iter, var_floor, _sym_maps(d), accelerate)
+            res = _em_loop(
+                W[tid],
+                ZY[tid],
+                R,
+                max_iter,
+                var_floor,
+                _sym_maps(d),
+                accelerate,
+                group=tid,
+                init_iter=init_iter,
+            )
         for (t, r, _), fit in zip(members, res):
             out[t][r] = fit
     return out
@@ -441,7 +471,7 @@ def _take(theta, idx):
     return tuple(t[idx] for t in theta)
 
 
-def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
+def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, init_iter=None):
     """The iterations of :func:`_em_many` (divisions by empty components are masked).
 
     ``W`` holds every run's row moments ``(z z^T upper triangle, z y, y^2)`` as
@@ -456,6 +486,10 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
     iterate's (else the plain EM iterate is evaluated): the log-likelihood still never
     decreases, and the fixed points are those of EM. An iteration is one E-step in
     either case, so ``max_iter`` bounds the same work.
+
+    ``group`` (one int per run) and ``init_iter``: the short-run selection of
+    :func:`_em_many` (after ``init_iter`` iterations, only the run of highest
+    log-likelihood of every group continues).
     """
     m, K, n = R.shape
     runs = np.arange(m)  # original index of every run still in the batch
@@ -464,6 +498,9 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
     step_max = np.full(m, SQUAREM_STEP_START)
     theta = _m_step(R, W, np.ones((m, K), dtype=bool), tri, var_floor)
     hist = []
+    if init_iter is not None:
+        group = np.asarray(group)
+        group_best = np.full(int(group.max()) + 1, -np.inf)  # of the runs that have ended
     for n_iter in range(1, max_iter + 1):
         phase = (n_iter - 1) % 3
         if accelerate and phase == 2:
@@ -493,8 +530,14 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
         done = np.abs(ll - ll_old) <= REL_TOL * np.abs(ll)
         if n_iter == max_iter:
             done[:] = True
+        if n_iter == init_iter:  # short-run EM: only the leader of every group goes on
+            best = group_best.copy()
+            np.maximum.at(best, group, ll)
+            done |= ll < best[group]
         ll_old = ll
         if done.any():
+            if init_iter is not None:
+                np.maximum.at(group_best, group[done], ll[done])
             B, s2, pi, active = theta
             for i in np.flatnonzero(done):
                 a = active[i]
@@ -509,6 +552,8 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True):
             if not len(stay):
                 break
             runs, ll_old, step_max = runs[stay], ll_old[stay], step_max[stay]
+            if init_iter is not None:
+                group = group[stay]
             R, W, ZY = R[stay], W[stay], ZY[stay]
             theta = _take(theta, stay)
             hist = [_take(h, stay) for h in hist]
@@ -568,12 +613,13 @@ def _separation(Z, fit):
     return float(out)
 
 
-def _fit_many(jobs, *, n_init, max_iter, var_floor, heavy_tails=False):
+def _fit_many(jobs, *, n_init, max_iter, var_floor, heavy_tails=False, init_iter=None):
     """Best of ``n_init`` EM runs for every k of every job, all EM runs batched.
 
     ``jobs`` is a list of ``(Z, y, ks, entropy)`` (``entropy``, a tuple of non-negative
     ints, seeds the runs; see :func:`_starts`). Jobs with designs of the same shape share
-    one EM batch. Returns one ``{k: fit}`` per job.
+    one EM batch. ``init_iter``: short-run EM over the ``n_init`` runs of every k
+    (:func:`_em_many`). Returns one ``{k: fit}`` per job.
     """
     out = [{} for _ in jobs]
     groups = {}
@@ -599,7 +645,7 @@ def _fit_many(jobs, *, n_init, max_iter, var_floor, heavy_tails=False):
             starts, n_comp = _starts(Z, y, em_ks, n_init, entropy)
             groups.setdefault(Z.shape, []).append((j, em_ks, (Z, y, starts, n_comp)))
     for members in groups.values():
-        runs = _em_many([p for _, _, p in members], max_iter, var_floor)
+        runs = _em_many([p for _, _, p in members], max_iter, var_floor, init_iter=init_iter)
         for (j, em_ks, (Z, _, _, _)), job_runs in zip(members, runs):
             n, d = Z.shape
             for i, k in enumerate(em_ks):
@@ -700,6 +746,7 @@ def fit_mixture_bic_many(
     heavy_tails=False,
     known=None,
     return_fits=False,
+    init_iter=None,
 ):
     """:func:`fit_mixture_bic` for many regressions, their EM runs batched.
 
@@ -718,7 +765,9 @@ def fit_mixture_bic_many(
     ``return_fits``: the sweep takes them instead of refitting those k (every k's fit
     depends only on the problem, its entropy and the settings, so the result is the
     same). With ``return_fits`` every result is ``(fit, bics, fits)``, ``fits`` the
-    ``{k: fit}`` of every k fitted, on the standardised data.
+    ``{k: fit}`` of every k fitted, on the standardised data. ``init_iter``: short-run
+    EM over the ``n_init`` runs of every k (see :func:`_em_many`); None runs them all
+    to convergence.
     """
     var_floor = VAR_FLOOR  # relative to var(y), which is 1 after standardising
     prep, fits, todo = [], [], []
@@ -747,6 +796,7 @@ def fit_mixture_bic_many(
                 max_iter=max_iter,
                 var_floor=var_floor,
                 heavy_tails=heavy_tails,
+                init_iter=init_iter,
             )
             if jobs
             else [],

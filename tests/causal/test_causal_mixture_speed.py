@@ -122,6 +122,7 @@ def test_memoised_mixing_evidence_equals_refitted():
             max_iter=est.max_iter,
             seed=seed,
             n_jobs=None,
+            init_iter=est.init_iter,
         )
 
     memo = cache()
@@ -147,3 +148,141 @@ def test_fixed_random_state_reproduces_bitwise(seed):
     for attr in FIT_ATTRS:
         assert getattr(b, attr).tobytes() == first[attr].tobytes(), attr
     assert list(b.mixing_sets_) == sets
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_short_run_em_continues_only_the_leader(seed):
+    """``init_iter`` (short-run EM over the restarts): after ``init_iter`` iterations
+    every run but the leader of its (problem, k) stops there; the leader is bitwise the
+    run it is without the short-run selection, so the kept best run of every k is
+    bitwise the full runs' best whenever the leader then was also the best at the end,
+    and the batch makes fewer E-steps."""
+    rng = np.random.default_rng(seed)
+    n, init_iter = 300, 4
+    problems = []
+    for t in range(3):
+        Z, y = _mixed_problem(rng, n, 1, 3)
+        starts, n_comp = _starts(Z, y, [2, 3], 3, (seed, t))
+        problems.append((Z, y, starts, n_comp))
+    full = _em_many(problems, 200, VAR_FLOOR)
+    short = _em_many(problems, 200, VAR_FLOOR, init_iter=init_iter)
+    capped = _em_many(problems, init_iter, VAR_FLOOR)  # every run's iterate at init_iter
+    n_stopped = 0
+    for (_, _, _, n_comp), runs_f, runs_s, runs_c in zip(problems, full, short, capped):
+        for k in (2, 3):
+            idx = [i for i, kk in enumerate(n_comp) if kk == k]
+            # the group's leader at init_iter (or earlier: runs that converged)
+            lls = [runs_c[i]["ll"] for i in idx]
+            leader = idx[int(np.argmax(lls))]
+            _assert_same_run(runs_s[leader], runs_f[leader])
+            for i in idx:
+                if i == leader:
+                    continue
+                if runs_f[i]["n_iter"] <= init_iter:  # converged before the selection
+                    _assert_same_run(runs_s[i], runs_f[i])
+                else:  # stopped at init_iter, at the plain iterate, below the leader
+                    _assert_same_run(runs_s[i], runs_c[i])
+                    assert runs_s[i]["ll"] < runs_s[leader]["ll"]
+                    n_stopped += 1
+    assert n_stopped > 0
+    iters = [sum(r["n_iter"] for runs in out for r in runs) for out in (full, short)]
+    assert iters[1] < iters[0]
+
+
+def test_short_run_em_discoverer_is_valid_and_memoised():
+    """The discoverer with ``init_iter`` gives a DAG, reproduces bitwise under a fixed
+    ``random_state``, and its ``mixing_evidence_`` from the memoised fits equals the
+    evidence refitted with the same setting."""
+    X, est = _fitted(2, init_iter=5)
+    a = est.fit(X)
+    adj = a.adjacency_.copy()
+    order = a.causal_order_
+    pos = np.empty_like(order)
+    pos[order] = np.arange(len(order))
+    src, dst = np.nonzero(adj)
+    assert np.all(pos[src] < pos[dst])  # edges follow the causal order: a DAG
+    evidence = a.mixing_evidence_.copy()
+    Xs, _, _ = _scale_columns(X)
+    (seed,) = spawn_seeds(est.random_state, 1)
+    parents = {j: np.flatnonzero(adj[:, j]).tolist() for j in range(X.shape[1])}
+    cache = _ScoreCache(
+        Xs,
+        max_components=est.max_components,
+        n_init=est.n_init,
+        max_iter=est.max_iter,
+        seed=seed,
+        n_jobs=None,
+        init_iter=5,
+    )
+    cache.ensure([(j, parents[j]) for j in parents])
+    fits = [cache.fit(j, parents[j]) for j in parents]
+    empty = _ScoreCache(
+        Xs,
+        max_components=est.max_components,
+        n_init=est.n_init,
+        max_iter=est.max_iter,
+        seed=seed,
+        n_jobs=None,
+        init_iter=5,
+    )
+    empty.cache = cache.cache
+    assert _mixing_evidence(empty, parents, fits).tobytes() == evidence.tobytes()
+    b = est.fit(X)
+    for attr in FIT_ATTRS:
+        assert getattr(b, attr).tobytes() == getattr(a, attr).tobytes(), attr
+
+
+def _student_t_reference(Z, y, var_floor):
+    """The Student-t IRLS of ``_student_t_fit_many`` written with fresh arrays (the
+    form before the in-place buffers): the same arithmetic, one expression a step."""
+    from scipy.special import gammaln
+
+    from sklearn_cispa.causal._mixture_regression import T_DOFS, T_ITER
+
+    P, n, d = Z.shape
+    m = len(T_DOFS)
+    ZZ = (Z[:, :, :, None] * Z[:, :, None, :]).reshape(P, n, d * d)
+    Zy = Z * y[:, :, None]
+
+    def wls(w):
+        wt = w.transpose(0, 2, 1)
+        G = np.matmul(wt, ZZ).reshape(P, m, d, d)
+        b = np.matmul(wt, Zy)
+        scale = np.trace(G, axis1=2, axis2=3) / d
+        G = G + (1e-10 * scale + 1e-300)[:, :, None, None] * np.eye(d)
+        return np.linalg.solve(G, b[..., None])[..., 0]
+
+    B = wls(np.ones((P, n, m)))
+    res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+    s2 = np.maximum(np.mean(res**2, axis=1), var_floor)
+    for _ in range(T_ITER):
+        w = (T_DOFS + 1.0) / (T_DOFS + res**2 / s2[:, None, :])
+        B = wls(w)
+        res = y[:, :, None] - np.matmul(Z, B.transpose(0, 2, 1))
+        s2 = np.maximum(np.mean(w * res**2, axis=1), var_floor)
+    nu = T_DOFS
+    ll = n * (
+        gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s2)
+    ) - 0.5 * (nu + 1) * np.log1p(res**2 / (nu * s2[:, None, :])).sum(axis=1)
+    return ll, B, s2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_student_t_fits_in_place_equal_the_plain_expressions(seed):
+    """Issue 33: the Student-t single mechanisms updated in place are bitwise the fits
+    of the plain expressions (every degrees of freedom's log-likelihood, slopes and
+    scale; the kept one)."""
+    from sklearn_cispa.causal._mixture_regression import T_DOFS, _student_t_fit_many
+
+    rng = np.random.default_rng(seed)
+    for P, n, p in [(1, 300, 0), (7, 1000, 2), (4, 500, 5)]:
+        Z = with_intercept(rng.normal(size=(P * n, p))).reshape(P, n, p + 1)
+        y = Z @ rng.normal(size=p + 1) + rng.standard_t(2 + seed, size=(P, n))
+        y = (y - y.mean(axis=1, keepdims=True)) / y.std(axis=1, keepdims=True)
+        ll, B, s2 = _student_t_reference(Z, y, VAR_FLOOR)
+        for q, fit in enumerate(_student_t_fit_many(Z, y, VAR_FLOOR)):
+            best = int(np.argmax(ll[q]))
+            assert fit["nu"] == T_DOFS[best]
+            assert fit["ll"] == ll[q, best]
+            assert fit["B"].tobytes() == B[q, best : best + 1].tobytes()
+            assert fit["s2"].tobytes() == s2[q, best : best + 1].tobytes()
