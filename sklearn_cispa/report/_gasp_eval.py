@@ -395,6 +395,7 @@ def loop_ablation(
     verbose=False,
     orpo_epochs=None,
     arms=ARMS,
+    pairs="queried",
 ):
     """The paper's ablation at CPU size on the keyword targets (issue 36).
 
@@ -418,6 +419,10 @@ def loop_ablation(
     the class target 0.03, 3e-3, 0.1 and 8 (the keyword rate chosen on seeds 0-39 with
     2 ORPO passes, then the ORPO step on seeds 0-39 at that rate); for the others 0.015,
     3e-3, 0.5 and 2 (chosen on seeds 0-19; user guide).
+
+    ``pairs``: the ORPO arms' :class:`GASPSuffixGenerator` ``pairs`` ("queried", the
+    default, or "ranked": with LBO the unqueried candidates too, at the GP's posterior
+    mean; the "no LBO" arm's random search has no surrogate and keeps its queried pairs).
 
     ``search_params`` (a dict, default none) are given to every
     :class:`LatentBOSuffixSearch` of the LBO arms, in training and at evaluation.
@@ -514,7 +519,7 @@ def loop_ablation(
                     lm, search=search(objective), n_rounds=n_rounds,
                     n_candidates=n_candidates, n_queries=n_queries,
                     orpo_lambda=orpo_lambda, lr=lr, max_new_tokens=6, random_state=seed,
-                    orpo_epochs=orpo_epochs,
+                    orpo_epochs=orpo_epochs, pairs=pairs,
                 ).fit(train, objective)
                 gen, n_train = gasp.generator_, gasp.n_queries_
                 hits = int(sum(s <= 1.0 for row in gasp.scores_ for s in row))

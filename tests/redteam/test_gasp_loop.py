@@ -151,6 +151,37 @@ def test_orpo_epochs_sets_the_update_length(lm):
             small(lm, orpo_epochs=bad).fit(["draw a cat"], objective)
 
 
+def test_ranked_pairs_add_the_unqueried_candidates(lm):
+    # pairs="ranked" (issue 36): the same queries as "queried" (pairs come after the
+    # search), more pairs from the unqueried candidates ranked by the GP's posterior
+    # mean; without a latent space (random search) it is "queried"
+    from sklearn_cispa.redteam import LatentBOSuffixSearch
+    from sklearn_cispa.redteam._gasp import _surrogate_ranking
+
+    kw = dict(n_rounds=1, n_candidates=12, n_queries=3)
+    q = small(lm, **kw).fit(["draw a cat"], objective)
+    r = small(lm, pairs="ranked", **kw).fit(["draw a cat"], objective)
+    assert r.scores_ == q.scores_
+    assert r.history_[0]["n_pairs"] >= q.history_[0]["n_pairs"]
+    cands = ["teal light", "grey light", "red hat", "soft blue", "amber glow", "pale sky"]
+    est = LatentBOSuffixSearch(objective, n_calls=3, random_state=0).fit(cands, goal="a cat")
+    ranked = sorted((s, c) for c, s in est.scores_.items())
+    pool = _surrogate_ranking(est, ranked)
+    assert sorted(c for _, c in pool) == sorted(cands)
+    assert [v for v, _ in pool] == sorted(v for v, _ in pool)
+    assert [(s, c) for s, c in pool if c in est.scores_] == ranked
+    rnd = RandomSubsetSearch(objective, n_calls=3, random_state=0).fit(cands, goal="a cat")
+    ranked = sorted((s, c) for c, s in rnd.scores_.items())
+    assert _surrogate_ranking(rnd, ranked) == ranked
+    a = small(lm, search=RandomSubsetSearch(objective), **kw).fit(["draw a cat"], objective)
+    b = small(lm, search=RandomSubsetSearch(objective), pairs="ranked", **kw).fit(
+        ["draw a cat"], objective
+    )
+    assert a.history_ == b.history_
+    with pytest.raises(ValueError, match="pairs"):
+        small(lm, pairs="all").fit(["draw a cat"], objective)
+
+
 def test_generate_before_fit_and_objective_from_search(lm):
     from sklearn.exceptions import NotFittedError
 
