@@ -271,14 +271,16 @@ def test_class_keyword_objective_and_documents():
 
 @pytest.mark.slow
 def test_loop_ablation_order_on_the_class_target():
-    # Regression guard (the order is our own output on seeds 0-9, which are among the
-    # seeds 0-39 that chose the setting; issue 36): at loop_ablation's defaults (class
-    # keyword target, LBO over the generator's hidden states, 3 rounds, ORPO with 8
+    # Regression guard (the order is our own output on seeds 0-39, the seeds that chose
+    # the setting; issue 36): at loop_ablation's defaults (class keyword target, LBO over
+    # the generator's hidden states with 1 random initial query, 3 rounds, ORPO with 8
     # passes over each round's pairs, lr 3e-3, orpo_lambda 0.1) ASR@10 orders full loop
-    # > no ORPO > no LBO > random candidates (0.45, 0.225, 0.15, 0.10 there). The
-    # held-out figures and which steps are resolved are in the user guide.
+    # > no ORPO > no LBO > random candidates (0.294, 0.231, 0.163, 0.131 there). Seeds
+    # 0-9 alone do not give it (0.300, 0.325, 0.150, 0.100: the first step reverses), so
+    # the guard runs all 40. The held-out figures and which steps are resolved are in the
+    # user guide.
     from sklearn_cispa.report._gasp_eval import ARMS, ablation_summary, loop_ablation
 
-    summ = ablation_summary(loop_ablation(seeds=range(10)))
+    summ = ablation_summary(loop_ablation(seeds=range(40)))
     asr = [summ[a]["asr"][0] for a in ARMS]
     assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
