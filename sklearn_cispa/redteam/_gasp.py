@@ -200,7 +200,9 @@ class GASPSuffixGenerator(BaseEstimator):
     LBO ranks (queried candidates ascending, then the unqueried ones); the paper gives
     the unqueried ones a constant score in generation order, this option ranks them by
     the GP's posterior mean, which is a departure. It adds pairs that only a search
-    with a surrogate can give (no extra objective calls).
+    with a surrogate can give (no extra objective calls). On the class keyword target of
+    the user guide's loop ablation it lowered the full loop's ASR@10 from 0.338 to 0.188
+    (seeds 0-39, the search with 2 random initial queries), so "queried" stays the default.
 
     Examples
     --------
