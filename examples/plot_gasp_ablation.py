@@ -23,18 +23,19 @@ goal (:func:`~sklearn_cispa.language.hidden_state_embeddings`, passed to
 arms spend the same 10 queries per held-out goal; the two ORPO arms also spend the same
 training queries (3 rounds of 12 queries on 4 training goals, one per class) and take
 the same ORPO steps (8 passes over each round's preference pairs, ``orpo_epochs=8``,
-with ``lr=3e-3`` and ``orpo_lambda=0.1``). A second
-model trained on other sentences (where every keyword is as common as any colour) gives
+with ``lr=3e-3`` and ``orpo_lambda=0.1``); LBO makes one random query per goal, then
+follows its GP (``n_initial_points=1``). A second model trained on other sentences
+(where every keyword is as common as any colour) gives
 the suffixes' perplexity, the paper's readability axis.
 
 Two seeds keep the example short, so its curves are noisy; the user guide gives the
 figures over held-out seeds (``sklearn_cispa.report._gasp_eval.loop_ablation``, the same
-setting): on seeds 1000-1099, ASR@10 0.287 (full loop) > 0.242 (no ORPO) > 0.233 (no
-LBO) > 0.150 (random candidates), standard errors 0.02-0.03; of the three steps only no
-LBO > random candidates is beyond 3 standard errors (full loop - no ORPO +0.045, 1.4 SE;
-no ORPO - no LBO +0.010, 0.3 SE), and on 100 further seeds no LBO comes out above no ORPO
-(-0.033): LBO alone and ORPO alone are level. ORPO raises the suffixes' perplexity (26
-and 12 against 9 and 5).
+setting, LBO with one random initial query): on seeds 1000-1099, ASR@10 0.330 (full
+loop) > 0.237 (no ORPO) > 0.233 (no LBO) > 0.150 (random candidates), standard errors
+0.02; on seeds 1100-1199 0.305 > 0.260 > 0.253 > 0.182. Pooled over the 200 seeds, full
+loop - no ORPO +0.069 (0.022, 3.1 SE) and no LBO - random +0.076 (0.020, 3.8 SE), but no
+ORPO - no LBO is +0.006 (0.023): LBO alone and ORPO alone are level, the middle step is
+not established. ORPO raises the suffixes' perplexity (27 and 12 against 10 and 5).
 """
 
 import matplotlib.pyplot as plt
@@ -115,10 +116,11 @@ def objective(prompt):  # your authorised evaluation goes here
 
 
 def lbo(objective, lm=generator, **params):
-    """LBO over the hidden states of the generator ``lm``, the goal as prefix."""
+    """LBO over the hidden states of the generator ``lm``, the goal as prefix; one
+    random initial query, then the GP."""
     def embed(candidates, goal):
         return hidden_state_embeddings(candidates, lm, prefix=goal + " ")
-    return LatentBOSuffixSearch(objective, embedder=embed, **params)
+    return LatentBOSuffixSearch(objective, embedder=embed, n_initial_points=1, **params)
 
 
 def rand(objective, lm=None, **params):

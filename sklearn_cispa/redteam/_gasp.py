@@ -9,11 +9,16 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_cispa.language import orpo_update, sample_continuations
-from sklearn_cispa.redteam._search import LatentBOSuffixSearch, _as_candidates
+from sklearn_cispa.redteam._search import (
+    LatentBOSuffixSearch,
+    MaternGP,
+    _as_candidates,
+    _median_distance,
+)
 from sklearn_cispa.utils import spawn_seeds
 
 SUCCESS_THRESHOLD = 1.0  # GASP's judge: a score at most 1 is a success
@@ -63,6 +68,36 @@ class _CountingObjective:
         return self.objective(prompt)
 
 
+def _surrogate_ranking(est, ranked):
+    """The queried ``(score, suffix)`` pairs and the unqueried candidates at the GP mean.
+
+    The GP is fitted to the queried scores in the search's latent space (the search's
+    ``gp``, default :class:`MaternGP` at the median latent distance); all candidates
+    ranked ascending, queried first on ties. Without a latent space, ``ranked``.
+    """
+    Z = getattr(est, "latent_", None)
+    queried = getattr(est, "queried_", None)
+    if Z is None or queried is None or not queried.any() or queried.all():
+        return ranked
+    done = np.flatnonzero(queried)
+    free = np.flatnonzero(~queried)
+    y = np.asarray([est.scores_[est.candidates_[i]] for i in done], float)
+    gp = est.get_params().get("gp")
+    median = _median_distance(Z)
+    if gp is None:
+        model = MaternGP(length_scale=median)
+    else:
+        model = clone(gp)
+        if isinstance(model, MaternGP) and model.length_scale is None:
+            model.set_params(length_scale=median)
+    model.fit(Z[done], y)
+    mu = np.asarray(model.predict(Z[free]), float).ravel()
+    pool = [(s, 0, c) for s, c in ranked]
+    pool += [(float(m), 1, est.candidates_[i]) for m, i in zip(mu, free)]
+    pool.sort(key=lambda t: (t[0], t[1]))
+    return [(s, c) for s, _, c in pool]
+
+
 class GASPSuffixGenerator(BaseEstimator):
     """GASP's loop: sample suffixes from a generator LM, search them, ORPO-train the LM.
 
@@ -107,6 +142,17 @@ class GASPSuffixGenerator(BaseEstimator):
     orpo_epochs : int, default=2
         Passes over each round's preference pairs: the round's update is
         ``orpo_epochs * ceil(n_pairs / 16)`` AdamW steps on batches of 16 pairs.
+    pairs : {"queried", "ranked"}, default="queried"
+        Which suffixes make each prompt's preference pairs. "queried": the queried
+        suffixes ranked by score, the i-th best preferred to the i-th worst when their
+        scores differ. "ranked": all the round's candidates, the queried ones at their
+        scores and the unqueried ones at the posterior mean of a GP fitted to the
+        queried scores in the search's latent space (as the search's own GP: its
+        ``gp``, default :class:`MaternGP` at the median latent distance), ranked
+        ascending (ties: queried first), the i-th best preferred to the i-th worst when
+        their values differ. Needs a search with a latent space
+        (:class:`LatentBOSuffixSearch`); with one without (``latent_`` None, as
+        :class:`RandomSubsetSearch`) it falls back to "queried".
 
     Attributes
     ----------
@@ -150,6 +196,14 @@ class GASPSuffixGenerator(BaseEstimator):
     ORPO updates on those pairs gave ASR@10 0.903 against 0.806 (80 held-out seeds;
     user guide, "The paper's ablation at CPU size").
 
+    ``pairs="ranked"`` is closer to the paper, whose ORPO target is the whole list
+    LBO ranks (queried candidates ascending, then the unqueried ones); the paper gives
+    the unqueried ones a constant score in generation order, this option ranks them by
+    the GP's posterior mean, which is a departure. It adds pairs that only a search
+    with a surrogate can give (no extra objective calls). On the class keyword target of
+    the user guide's loop ablation it lowered the full loop's ASR@10 from 0.338 to 0.188
+    (seeds 0-39, the search with 2 random initial queries), so "queried" stays the default.
+
     Examples
     --------
     >>> from sklearn_cispa.language import TransformerLanguageModel
@@ -178,6 +232,7 @@ class GASPSuffixGenerator(BaseEstimator):
         "orpo_lambda": [Interval(Real, 0, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "orpo_epochs": [Interval(Integral, 1, None, closed="left")],
+        "pairs": [StrOptions({"queried", "ranked"})],
         "max_new_tokens": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -196,6 +251,7 @@ class GASPSuffixGenerator(BaseEstimator):
         random_state=None,
         verbose=0,
         orpo_epochs=2,
+        pairs="queried",
     ):
         self.generator = generator
         self.search = search
@@ -208,6 +264,7 @@ class GASPSuffixGenerator(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.orpo_epochs = orpo_epochs
+        self.pairs = pairs
 
     def _fitted_generator(self):
         lm = _unwrap(self.generator)
@@ -298,8 +355,11 @@ class GASPSuffixGenerator(BaseEstimator):
                     best[i] = ranked[0]
                 round_best = min(round_best, ranked[0][0]) if ranked else round_best
                 hits += bool(ranked and ranked[0][0] <= SUCCESS_THRESHOLD)
-                for j in range(len(ranked) // 2):
-                    good, bad = ranked[j], ranked[-1 - j]
+                pool = ranked
+                if self.pairs == "ranked":
+                    pool = _surrogate_ranking(est, ranked)
+                for j in range(len(pool) // 2):
+                    good, bad = pool[j], pool[-1 - j]
                     if good[0] < bad[0]:
                         pairs[0].append(prompt + " ")
                         pairs[1].append(good[1])

@@ -40,8 +40,9 @@ def run(*, quick, out_dir, random_state):
     standard errors are over seeds (paired: both searches see the same landscape).
     Quick: 3 blocks; full: 10 blocks (200 seeds per benchmark) and the paper's loop ablation
     (:func:`~sklearn_cispa.report._gasp_eval.loop_ablation` at its defaults: the class
-    keyword target, LBO over the generator's hidden states, ORPO with 8 passes over
-    each round's pairs; seeds 1000-1039, held out from the 0-39 that chose its setting:
+    keyword target, LBO over the generator's hidden states with one random initial
+    query, ORPO with 8 passes over each round's pairs; seeds 1000-1039, held out from
+    the 0-39 that chose its setting:
     ASR@10 of the four arms and the suffix perplexity under a held-out reference model;
     the verdict names the measured order and which adjacent steps are >= 3 SE).
     """
@@ -98,8 +99,9 @@ def run(*, quick, out_dir, random_state):
         steps = list(zip(ARMS[:-1], ARMS[1:]))
         gaps_ab = {(a, b): paired_difference(ablation, a, b) for a, b in steps}
         parts.append(
-            "loop ablation (class keyword target, generator-state LBO, ORPO 8 passes per "
-            f"round, lr 3e-3, lambda 0.1), ASR@10 over 40 held-out seeds: {arms}; paired: "
+            "loop ablation (class keyword target, generator-state LBO with 1 initial "
+            "random query, ORPO 8 passes per round, lr 3e-3, lambda 0.1), ASR@10 over 40 "
+            f"held-out seeds: {arms}; paired: "
             + ", ".join(
                 f"{a} - {b} {m:+.3f} ± {se:.3f}" for (a, b), (m, se) in gaps_ab.items())
         )

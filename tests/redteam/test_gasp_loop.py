@@ -151,6 +151,37 @@ def test_orpo_epochs_sets_the_update_length(lm):
             small(lm, orpo_epochs=bad).fit(["draw a cat"], objective)
 
 
+def test_ranked_pairs_add_the_unqueried_candidates(lm):
+    # pairs="ranked" (issue 36): the same queries as "queried" (pairs come after the
+    # search), more pairs from the unqueried candidates ranked by the GP's posterior
+    # mean; without a latent space (random search) it is "queried"
+    from sklearn_cispa.redteam import LatentBOSuffixSearch
+    from sklearn_cispa.redteam._gasp import _surrogate_ranking
+
+    kw = dict(n_rounds=1, n_candidates=12, n_queries=3)
+    q = small(lm, **kw).fit(["draw a cat"], objective)
+    r = small(lm, pairs="ranked", **kw).fit(["draw a cat"], objective)
+    assert r.scores_ == q.scores_
+    assert r.history_[0]["n_pairs"] >= q.history_[0]["n_pairs"]
+    cands = ["teal light", "grey light", "red hat", "soft blue", "amber glow", "pale sky"]
+    est = LatentBOSuffixSearch(objective, n_calls=3, random_state=0).fit(cands, goal="a cat")
+    ranked = sorted((s, c) for c, s in est.scores_.items())
+    pool = _surrogate_ranking(est, ranked)
+    assert sorted(c for _, c in pool) == sorted(cands)
+    assert [v for v, _ in pool] == sorted(v for v, _ in pool)
+    assert [(s, c) for s, c in pool if c in est.scores_] == ranked
+    rnd = RandomSubsetSearch(objective, n_calls=3, random_state=0).fit(cands, goal="a cat")
+    ranked = sorted((s, c) for c, s in rnd.scores_.items())
+    assert _surrogate_ranking(rnd, ranked) == ranked
+    a = small(lm, search=RandomSubsetSearch(objective), **kw).fit(["draw a cat"], objective)
+    b = small(lm, search=RandomSubsetSearch(objective), pairs="ranked", **kw).fit(
+        ["draw a cat"], objective
+    )
+    assert a.history_ == b.history_
+    with pytest.raises(ValueError, match="pairs"):
+        small(lm, pairs="all").fit(["draw a cat"], objective)
+
+
 def test_generate_before_fit_and_objective_from_search(lm):
     from sklearn.exceptions import NotFittedError
 
@@ -240,14 +271,16 @@ def test_class_keyword_objective_and_documents():
 
 @pytest.mark.slow
 def test_loop_ablation_order_on_the_class_target():
-    # Regression guard (the order is our own output on seeds 0-9, which are among the
-    # seeds 0-39 that chose the setting; issue 36): at loop_ablation's defaults (class
-    # keyword target, LBO over the generator's hidden states, 3 rounds, ORPO with 8
+    # Regression guard (the order is our own output on seeds 0-39, the seeds that chose
+    # the setting; issue 36): at loop_ablation's defaults (class keyword target, LBO over
+    # the generator's hidden states with 1 random initial query, 3 rounds, ORPO with 8
     # passes over each round's pairs, lr 3e-3, orpo_lambda 0.1) ASR@10 orders full loop
-    # > no ORPO > no LBO > random candidates (0.45, 0.225, 0.15, 0.10 there). The
-    # held-out figures and which steps are resolved are in the user guide.
+    # > no ORPO > no LBO > random candidates (0.294, 0.231, 0.163, 0.131 there). Seeds
+    # 0-9 alone do not give it (0.300, 0.325, 0.150, 0.100: the first step reverses), so
+    # the guard runs all 40. The held-out figures and which steps are resolved are in the
+    # user guide.
     from sklearn_cispa.report._gasp_eval import ARMS, ablation_summary, loop_ablation
 
-    summ = ablation_summary(loop_ablation(seeds=range(10)))
+    summ = ablation_summary(loop_ablation(seeds=range(40)))
     asr = [summ[a]["asr"][0] for a in ARMS]
     assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
