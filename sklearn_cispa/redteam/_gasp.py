@@ -15,7 +15,6 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_cispa.language import orpo_update, sample_continuations
 from sklearn_cispa.redteam._search import (
     LatentBOSuffixSearch,
-    MaternGP,
     _as_candidates,
     _median_distance,
 )
@@ -77,20 +76,18 @@ def _surrogate_ranking(est, ranked):
     """
     Z = getattr(est, "latent_", None)
     queried = getattr(est, "queried_", None)
-    if Z is None or queried is None or not queried.any() or queried.all():
+    if (
+        Z is None
+        or queried is None
+        or not hasattr(est, "_fit_surrogate")
+        or not queried.any()
+        or queried.all()
+    ):
         return ranked
     done = np.flatnonzero(queried)
     free = np.flatnonzero(~queried)
     y = np.asarray([est.scores_[est.candidates_[i]] for i in done], float)
-    gp = est.get_params().get("gp")
-    median = _median_distance(Z)
-    if gp is None:
-        model = MaternGP(length_scale=median)
-    else:
-        model = clone(gp)
-        if isinstance(model, MaternGP) and model.length_scale is None:
-            model.set_params(length_scale=median)
-    model.fit(Z[done], y)
+    model = est._fit_surrogate(Z[done], y, _median_distance(Z))
     mu = np.asarray(model.predict(Z[free]), float).ravel()
     pool = [(s, 0, c) for s, c in ranked]
     pool += [(float(m), 1, est.candidates_[i]) for m, i in zip(mu, free)]

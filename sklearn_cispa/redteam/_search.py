@@ -651,6 +651,20 @@ class LatentBOSuffixSearch(_SearchBase):
     def _budget(self):
         return min(self.n_calls, len(self.candidates_))
 
+    def _fit_surrogate(self, Z, y, median):
+        """A fresh copy of the search's GP (``gp``; default :class:`MaternGP` at the
+        median latent distance ``median``) fitted to latent points ``Z`` and scores ``y``."""
+        if self.gp is None:
+            model = MaternGP(length_scale=median)
+        else:
+            model = clone(self.gp)
+            if isinstance(model, MaternGP) and model.length_scale is None:
+                model.set_params(length_scale=median)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(Z, y)
+        return model
+
     def _run_discrete(self, rng, seed):
         n = len(self.candidates_)
         Z = self.latent_
@@ -664,15 +678,7 @@ class LatentBOSuffixSearch(_SearchBase):
         while len(self._order) < self._budget() and not self._stop():
             done = np.asarray(self._order)
             y = np.asarray([self._score_of[i] for i in self._order])
-            if self.gp is None:
-                model = MaternGP(length_scale=median)
-            else:
-                model = clone(self.gp)
-                if isinstance(model, MaternGP) and model.length_scale is None:
-                    model.set_params(length_scale=median)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                model.fit(Z[done], y)
+            model = self._fit_surrogate(Z[done], y, median)
             free = np.setdiff1d(np.arange(n), done)
             mu, sd = model.predict(Z[free], return_std=True)
             acq = acquisition(mu, sd, float(y.min()), self.acq_func, self.xi, self.kappa)
