@@ -368,12 +368,14 @@ class GeneratorEmbedder:
         return self
 
 
-def _word_lm(docs, tokenizer, seed):
+def _word_lm(docs, tokenizer, seed, config=None, max_steps=150):
     from sklearn_cispa.language import TransformerLanguageModel
 
+    if config is None:
+        config = dict(n_layer=1, n_embd=32, n_head=2)
     return TransformerLanguageModel(
-        "gpt2", config=dict(n_layer=1, n_embd=32, n_head=2), tokenizer=tokenizer,
-        block_size=16, max_steps=150, batch_size=16, lr=3e-3, random_state=seed,
+        "gpt2", config=dict(config), tokenizer=tokenizer,
+        block_size=16, max_steps=max_steps, batch_size=16, lr=3e-3, random_state=seed,
     ).fit(docs)
 
 
@@ -396,13 +398,15 @@ def loop_ablation(
     orpo_epochs=None,
     arms=ARMS,
     pairs="queried",
+    generator_config=None,
+    generator_steps=None,
 ):
     """The paper's ablation at CPU size on the keyword targets (issue 36).
 
-    A one-block word-level GPT-2 (width 32, 150 steps) is trained once on 400 benign
+    A word-level GPT-2 (by default one block of width 32, 150 steps) is trained once on 400 benign
     documents ``"<goal> <template with a colour word>"`` (:func:`class_documents` or
     :func:`toy_documents`), a keyword in about ``keyword_rate`` of them; a second model
-    of the same size trained on 400 other documents (another seed, each keyword as
+    of the default size trained on 400 other documents (another seed, each keyword as
     frequent as each of the 12 other colour words) is the held-out reference for the
     suffix perplexity, so that it measures fluency rather than the keyword's rarity. Each arm fits a
     :class:`GASPSuffixGenerator` on 4 training goals (``n_rounds`` rounds,
@@ -448,6 +452,12 @@ def loop_ablation(
     :class:`GeneratorEmbedder`; in training the base generator's) or "tfidf" (the
     search's default character TF-IDF).
 
+    ``generator_config`` (a dict of GPT-2 config entries, e.g. ``{"n_layer": 2,
+    "n_embd": 64, "n_head": 2}``) and ``generator_steps`` (an int): the generator's
+    size and training steps; None (the default) keeps the one-block width-32 model
+    and its 150 steps. The held-out reference model is unchanged by both (so the
+    perplexities stay comparable across generator sizes).
+
     Returns a dict arm -> {"asr": ASR@eval_queries per seed, "curve": (n_seeds,
     eval_queries) ASR@k for k = 1..eval_queries, "perplexity": per seed, the reference
     model's perplexity of the queried evaluation suffixes (tokens pooled), "train_hits":
@@ -491,7 +501,8 @@ def loop_ablation(
             f"objective must be 'class', 'binary' or 'graded', got {objective!r}"
         )
     tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in KEYWORDS + kws])
-    lm = _word_lm(docs, tok, 0)
+    lm = _word_lm(docs, tok, 0, config=generator_config,
+                  max_steps=150 if generator_steps is None else generator_steps)
     ref = _word_lm(ref_docs, tok, 1)
     train, test = list(GOALS[:4]), list(GOALS[4:])
     if search_params is None:  # the class target's search: chosen on seeds 0-39

@@ -284,3 +284,34 @@ def test_loop_ablation_order_on_the_class_target():
     summ = ablation_summary(loop_ablation(seeds=range(40)))
     asr = [summ[a]["asr"][0] for a in ARMS]
     assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
+
+
+def test_loop_ablation_generator_size_passthrough(monkeypatch):
+    # the opt-in generator size (issue 36): generator_config and generator_steps reach
+    # the generator only; the reference model keeps the default size; a short fit
+    # honours both
+    from sklearn_cispa.report import _gasp_eval
+
+    calls = []
+
+    def fake(docs, tok, seed, config=None, max_steps=150):
+        calls.append((seed, config, max_steps))
+        if len(calls) == 2:
+            raise RuntimeError("stop")
+
+    monkeypatch.setattr(_gasp_eval, "_word_lm", fake)
+    cfg = {"n_layer": 2, "n_embd": 64, "n_head": 2}
+    with pytest.raises(RuntimeError, match="stop"):
+        _gasp_eval.loop_ablation(seeds=range(1), generator_config=cfg, generator_steps=7)
+    assert calls == [(0, cfg, 7), (1, None, 150)]
+    calls.clear()
+    with pytest.raises(RuntimeError, match="stop"):
+        _gasp_eval.loop_ablation(seeds=range(1))
+    assert calls == [(0, None, 150), (1, None, 150)]
+    monkeypatch.undo()
+
+    docs = _gasp_eval.class_documents(20, 0.1, 0)
+    lm = _gasp_eval._word_lm(docs, _gasp_eval.word_tokenizer(docs), 0, config=cfg,
+                             max_steps=3)
+    assert lm.model_.config.n_embd == 64 and lm.model_.config.n_layer == 2
+    assert lm.n_steps_ == 3
