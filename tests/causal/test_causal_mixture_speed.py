@@ -105,11 +105,9 @@ def _fitted(seed, **params):
     return X, CausalMixtureDiscoverer(max_components=4, n_init=2, random_state=seed, **params)
 
 
-def test_memoised_mixing_evidence_equals_refitted():
-    """``mixing_evidence_`` from the search's memoised per-k fits equals the evidence
-    refitted from scratch (the memo emptied), bitwise."""
-    X, est = _fitted(1)
-    est.fit(X)
+def _evidence_memoised_and_refitted(X, est):
+    """The mixing evidence of fitted ``est``'s graph computed twice with its settings:
+    from a search cache's memoised per-k fits, and with that memo emptied (refitted)."""
     Xs, _, _ = _scale_columns(X)  # as the fit does
     (seed,) = spawn_seeds(est.random_state, 1)
     parents = {j: np.flatnonzero(est.adjacency_[:, j]).tolist() for j in range(X.shape[1])}
@@ -133,7 +131,15 @@ def test_memoised_mixing_evidence_equals_refitted():
     empty = cache()
     empty.cache = memo.cache
     assert not empty.em_fits
-    refitted = _mixing_evidence(empty, parents, fits)
+    return with_memo, _mixing_evidence(empty, parents, fits)
+
+
+def test_memoised_mixing_evidence_equals_refitted():
+    """``mixing_evidence_`` from the search's memoised per-k fits equals the evidence
+    refitted from scratch (the memo emptied), bitwise."""
+    X, est = _fitted(1)
+    est.fit(X)
+    with_memo, refitted = _evidence_memoised_and_refitted(X, est)
     assert with_memo.tobytes() == refitted.tobytes()
     assert with_memo.tobytes() == est.mixing_evidence_.tobytes()
 
@@ -202,31 +208,8 @@ def test_short_run_em_discoverer_is_valid_and_memoised():
     src, dst = np.nonzero(adj)
     assert np.all(pos[src] < pos[dst])  # edges follow the causal order: a DAG
     evidence = a.mixing_evidence_.copy()
-    Xs, _, _ = _scale_columns(X)
-    (seed,) = spawn_seeds(est.random_state, 1)
-    parents = {j: np.flatnonzero(adj[:, j]).tolist() for j in range(X.shape[1])}
-    cache = _ScoreCache(
-        Xs,
-        max_components=est.max_components,
-        n_init=est.n_init,
-        max_iter=est.max_iter,
-        seed=seed,
-        n_jobs=None,
-        init_iter=5,
-    )
-    cache.ensure([(j, parents[j]) for j in parents])
-    fits = [cache.fit(j, parents[j]) for j in parents]
-    empty = _ScoreCache(
-        Xs,
-        max_components=est.max_components,
-        n_init=est.n_init,
-        max_iter=est.max_iter,
-        seed=seed,
-        n_jobs=None,
-        init_iter=5,
-    )
-    empty.cache = cache.cache
-    assert _mixing_evidence(empty, parents, fits).tobytes() == evidence.tobytes()
+    _, refitted = _evidence_memoised_and_refitted(X, a)
+    assert refitted.tobytes() == evidence.tobytes()
     b = est.fit(X)
     for attr in FIT_ATTRS:
         assert getattr(b, attr).tobytes() == getattr(a, attr).tobytes(), attr
