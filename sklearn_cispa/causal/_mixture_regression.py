@@ -350,6 +350,25 @@ def _sym_maps(d):
     return col.ravel(), col[np.arange(d), np.arange(d)]
 
 
+try:  # numpy.linalg.solve's own kernel, without its per-call checks (numpy >= 1.26)
+    from numpy.linalg import _umath_linalg as _LINALG_KERNELS
+except ImportError:  # pragma: no cover - a numpy without the private module
+    _LINALG_KERNELS = None
+
+
+def _solve(A, b):
+    """``numpy.linalg.solve(A, b)`` for stacked float64 ``A`` ``(s, d, d)`` and ``b``
+    ``(s, d, 1)``: the same LAPACK kernel called directly (the wrapper's checks cost
+    more than a small solve). A non-finite result (a singular or non-finite system) is
+    recomputed by ``numpy.linalg.solve`` itself, which raises or returns as before."""
+    if _LINALG_KERNELS is not None:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore", under="ignore"):
+            x = _LINALG_KERNELS.solve(A, b, signature="dd->d")
+        if np.isfinite(x).all():
+            return x
+    return np.linalg.solve(A, b)
+
+
 def _m_step(R, W, active, tri, var_floor):
     """The M-step of :func:`_em_loop` for every run of the batch.
 
@@ -382,7 +401,7 @@ def _m_step(R, W, active, tri, var_floor):
     b = S[:, n_tri : n_tri + d]
     Gr = Gf.copy()
     Gr[:, :: d + 1] += (1e-10 * scale + 1e-300)[:, None]  # the relative ridge
-    B = np.linalg.solve(Gr.reshape(m * K, d, d), b[:, :, None])[:, :, 0]
+    B = _solve(Gr.reshape(m * K, d, d), b[:, :, None])[:, :, 0]
     # b^T G b as a stacked product and a row sum: einsum's summation order depends on
     # the batch's shape (numpy 2.4 with three operands), and a run's arithmetic must
     # not depend on the other runs of its batch
@@ -404,7 +423,7 @@ def _e_step(theta, ZY):
     """
     B, s2, pi, active = theta
     m, K, d = B.shape
-    log_pi = np.where(active, np.log(np.where(active, pi, 1.0)), -np.inf)
+    log_pi = np.log(pi)  # -inf where dropped: their weight is exactly 0
     Ba = np.empty((m, K, d + 1))
     Ba[:, :, :d] = B
     Ba[:, :, d] = -1.0  # [B, -1] @ [Z^T; y] is the residual
@@ -469,6 +488,33 @@ def _extrapolate(theta0, theta1, theta2, step_max):
 
 def _take(theta, idx):
     return tuple(t[idx] for t in theta)
+
+
+def _compaction(done):
+    """The runs that stay in the batch when the runs ``done`` leave it, in their new
+    order: the first ``len(stay)`` slots keep their runs, except that each slot of a run
+    that leaves takes one of the staying runs from the slots beyond. Only the runs that
+    move are copied (:func:`_compact`); the batch's order changes, which no run's
+    arithmetic depends on (every product and reduction is one run's own)."""
+    stay = np.flatnonzero(~done)
+    keep = len(stay)
+    holes = np.flatnonzero(done[:keep])
+    if len(holes):
+        order = np.arange(keep)
+        order[holes] = stay[stay >= keep]
+        return order
+    return stay
+
+
+def _compact(A, done, order):
+    """``A[order]`` for :func:`_compaction`'s ``order``, in place: the moved runs are
+    copied into the slots of runs that left, and the first ``len(order)`` slots are
+    returned as a view (``A`` is the loop's own buffer)."""
+    keep = len(order)
+    holes = np.flatnonzero(done[:keep])
+    if len(holes):
+        A[holes] = A[order[holes]]
+    return A[:keep]
 
 
 def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, init_iter=None):
@@ -548,13 +594,13 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, in
                     "pi": pi[i, a],
                     "n_iter": n_iter,
                 }
-            stay = np.flatnonzero(~done)
+            stay = _compaction(done)
             if not len(stay):
                 break
             runs, ll_old, step_max = runs[stay], ll_old[stay], step_max[stay]
             if init_iter is not None:
                 group = group[stay]
-            R, W, ZY = R[stay], W[stay], ZY[stay]
+            R, W, ZY = _compact(R, done, stay), _compact(W, done, stay), _compact(ZY, done, stay)
             theta = _take(theta, stay)
             hist = [_take(h, stay) for h in hist]
         theta = _m_step(R, W, theta[3], tri, var_floor)
