@@ -412,6 +412,9 @@ def _m_step(R, W, active, tri, var_floor):
     return B.reshape(m, K, d), s2.reshape(m, K), pi, active
 
 
+E_BLOCK = 1 << 15  # entries of the (runs, k, n) arrays per block of the E-step's passes
+
+
 def _e_step(theta, ZY):
     """The E-step of :func:`_em_loop`: responsibilities ``(m, k, n)`` and the
     log-likelihood of every run at ``theta = (B, s2, pi, active)``.
@@ -419,28 +422,40 @@ def _e_step(theta, ZY):
     ``log pi_c + log N(y; mean_c, s2_c)`` is one product of the scaled coefficients
     ``[b, -1] / sqrt(2 s2)`` with ``[Z^T; y]``, squared, then normalised over the
     components: the only passes over the ``(m, k, n)`` arrays are the ones the
-    responsibilities need.
+    responsibilities need. The passes run over blocks of runs of about ``E_BLOCK``
+    entries, so that a block stays in cache from the first pass to the last; every
+    pass is elementwise or a reduction over the components of one run and row, so the
+    blocks change no bit of the result.
     """
     B, s2, pi, active = theta
     m, K, d = B.shape
+    n = ZY.shape[2]
     log_pi = np.log(pi)  # -inf where dropped: their weight is exactly 0
     Ba = np.empty((m, K, d + 1))
     Ba[:, :, :d] = B
     Ba[:, :, d] = -1.0  # [B, -1] @ [Z^T; y] is the residual
     Ba *= np.sqrt(0.5 / s2)[:, :, None]
-    logp = np.matmul(Ba, ZY)
-    logp *= logp
-    np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, :, None], logp, out=logp)
-    mx = logp.max(axis=1)
-    logp -= mx[:, None, :]
-    # exp is ten times slower where it underflows (below about -708; most entries of
-    # a component far from a row): floor at -700, whose exp (1e-304) adds nothing to a
-    # sum that is at least 1, and leaves a dropped component's weight negligible
-    np.maximum(logp, EXP_FLOOR, out=logp)
-    R = np.exp(logp, out=logp)
-    tot = R.sum(axis=1)
-    R /= tot[:, None, :]
-    return R, (mx + np.log(tot)).sum(axis=1)
+    const = (log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, :, None]
+    R = np.empty((m, K, n))
+    ll = np.empty(m)
+    step = max(1, E_BLOCK // (K * n))
+    for s in range(0, m, step):
+        e = min(s + step, m)
+        logp = np.matmul(Ba[s:e], ZY[s:e], out=R[s:e])
+        logp *= logp
+        np.subtract(const[s:e], logp, out=logp)
+        mx = logp.max(axis=1)
+        logp -= mx[:, None, :]
+        # exp is ten times slower where it underflows (below about -708; most entries
+        # of a component far from a row): floor at -700, whose exp (1e-304) adds
+        # nothing to a sum that is at least 1, and leaves a dropped component's weight
+        # negligible
+        np.maximum(logp, EXP_FLOOR, out=logp)
+        np.exp(logp, out=logp)
+        tot = logp.sum(axis=1)
+        logp /= tot[:, None, :]
+        ll[s:e] = (mx + np.log(tot)).sum(axis=1)
+    return R, ll
 
 
 SQUAREM_STEP_START = 1.0  # largest extrapolation step of a run's first cycle

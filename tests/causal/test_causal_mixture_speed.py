@@ -14,6 +14,7 @@ from sklearn_cispa.causal._mixture_regression import (
     VAR_FLOOR,
     _compact,
     _compaction,
+    _e_step,
     _em_many,
     _scale_columns,
     _solve,
@@ -84,6 +85,34 @@ def test_compaction_moves_only_the_runs_it_must(seed):
     np.testing.assert_array_equal(order[stay_in_place], stay_in_place)
     expected = A[order]
     np.testing.assert_array_equal(_compact(A.copy(), done, order), expected)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 5])
+def test_e_step_blocks_change_no_bit(K, monkeypatch):
+    """The E-step's passes over blocks of runs (``E_BLOCK`` entries) give bitwise the
+    responsibilities and log-likelihoods of one pass over the whole batch, a dropped
+    component included, whatever the block size."""
+    import sklearn_cispa.causal._mixture_regression as mr
+
+    rng = np.random.default_rng(K)
+    m, n, d = 13, 200, 3
+    B = 0.5 * rng.normal(size=(m, K, d))
+    s2 = rng.uniform(0.2, 1.0, size=(m, K))
+    pi = rng.dirichlet(np.ones(K), size=m)
+    active = np.ones((m, K), dtype=bool)
+    if K > 1:
+        active[0, 0], pi[0, 0], s2[0, 0] = False, 0.0, 1.0
+        pi[0] /= pi[0].sum()
+    ZY = rng.normal(size=(m, d + 1, n))
+    theta = (B, s2, pi, active)
+    with np.errstate(divide="ignore"):
+        monkeypatch.setattr(mr, "E_BLOCK", m * K * n)  # one block
+        R1, ll1 = _e_step(theta, ZY)
+        for block in (1, K * n, 3 * K * n + 7):
+            monkeypatch.setattr(mr, "E_BLOCK", block)
+            R2, ll2 = _e_step(theta, ZY)
+            assert R2.tobytes() == R1.tobytes()
+            assert ll2.tobytes() == ll1.tobytes()
 
 
 def test_solve_is_numpy_solve():
