@@ -585,10 +585,11 @@ class RatioToGES:
     over blocks of runs that stay in cache; every score, graph and label bitwise
     main's), each tree in its own process with :func:`_cpu_seconds_side_by_side`
     (seed 0, n = 1000, ``OMP_NUM_THREADS=1``, 2 cores shared with other jobs at load
-    3.5-7), main's and this code interleaved: N = 10, 3 runs each, discoverer
-    9.04-9.79 s on main (median 9.09 s) against 7.41-8.30 s (median 8.14 s), ratio
-    46-49x (median 49x) against 42-50x (median 45x; GES 0.16-0.21 s), F1 0.829 (GES
-    0.578) in every run; N = 20, one run, 159 s against GES 4.19 s (38x; main's
+    1.3-7), main's and this code interleaved: N = 10, 7 runs each, discoverer
+    8.27-11.63 s on main (median 9.79 s) against 7.41-10.47 s (median 8.51 s, 13%
+    less), ratio 37-58x (median 46x) against 34-50x (median 45x; GES 0.14-0.30 s,
+    which varies as much as the discoverer), F1 0.829 (GES 0.578) in every run; N =
+    20, one run, 159 s against GES 4.19 s (38x; main's
     defaults took 204 s in a separate run at similar load), F1 0.548 (GES 0.305).
     cProfile on the CPU clock (N = 10, seed 0, under load): the fit 17.2 s on main
     against 12.9 s, the EM loop's own time 1.62 s against 0.60 s (the compaction),
