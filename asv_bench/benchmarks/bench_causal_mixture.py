@@ -579,7 +579,42 @@ class RatioToGES:
     SQUAREM extrapolation 5%), Student-t fits 17%; the EM left is one run per k to
     the tolerance, whose E-step is nine passes over the (runs, k, n) arrays. The
     rest needs fused E- and M-step passes (a compiled kernel) or fewer k per local
-    score. Needs causal-learn."""
+    score. Measured 2026-12-07 after three bitwise EM speed-ups (a batch compacted by
+    moving only the runs that must move instead of copying every run's moments,
+    numpy's LAPACK solve kernel called without its wrapper, and the E-step's passes
+    over blocks of runs that stay in cache; every score, graph and label bitwise
+    main's), each tree in its own process with :func:`_cpu_seconds_side_by_side`
+    (seed 0, n = 1000, ``OMP_NUM_THREADS=1``, 2 cores shared with other jobs at load
+    1.3-7), main's and this code interleaved: N = 10, 7 runs each, discoverer
+    8.27-11.63 s on main (median 9.79 s) against 7.41-10.47 s (median 8.51 s, 13%
+    less), ratio 37-58x (median 46x) against 34-50x (median 45x; GES 0.14-0.30 s,
+    which varies as much as the discoverer), F1 0.829 (GES 0.578) in every run; N =
+    20, one run, 159 s against GES 4.19 s (38x; main's
+    defaults took 204 s in a separate run at similar load), F1 0.548 (GES 0.305).
+    cProfile on the CPU clock (N = 10, seed 0, under load): the fit 17.2 s on main
+    against 12.9 s, the EM loop's own time 1.62 s against 0.60 s (the compaction),
+    E-steps 5.76 s against 4.75 s, M-steps 5.20 s against 3.58 s (the solves 1.48 s
+    against 0.80 s), Student-t fits 1.2 s against 1.0 s. The defaults therefore stay
+    above the goal: the EM arithmetic left is numpy's passes, and the exact options
+    are spent (stacking several runs' rows into one matrix product, or padding the k
+    of a shape into one batch, changes the products' last bits). The short-run EM
+    with ``init_iter=20`` on top: N = 10 4.2-5.9 s, ratio 28-34x (median 32x) against
+    main's defaults 34-60x (median 48x) in the same interleaved runs; N = 20 97.5 s,
+    23x, F1 0.548. It was checked as a default and not adopted: against the defaults
+    the same directed-edge F1 on every seed at N = 6 (n = 500, seeds 0-9: 0.749), at
+    N = 10 (n = 1000, seeds 0-4: 0.757) and on the demo file (0.897); on the Sachs
+    subsamples (3 x 100 rows per condition, defaults otherwise) log 0.275 against
+    0.271 (per subsample 0.304, 0.261, 0.261 against 0.279, 0.273, 0.261) and raw 0.268
+    against 0.266 (0.300, 0.300, 0.205 against 0.263, 0.308, 0.229); at N = 20
+    (n = 1000, seeds 0-4) 0.642 against 0.644 (0.548, 0.708, 0.551, 0.792, 0.612
+    against 0.548, 0.708, 0.544, 0.792, 0.629: lower at seed 4), with 1.4-3.9x less
+    CPU per seed (2.1x summed over the seeds), so the defaults keep every restart to
+    convergence. ``init_iter=10`` cost about as much (CPU summed over
+    seeds 0-4: 27 s at N = 10 and 457 s at N = 20, against 28 s and 453 s with
+    ``init_iter=20`` and 48 s and 960 s with the defaults), with the same F1 at N = 6
+    and N = 10 and on Sachs log (0.273, no subsample lower), but raw Sachs 0.2666 against
+    0.2665 with two of three subsamples lower and N = 20 0.640 (0.516, 0.720, 0.551,
+    0.800, 0.612), lower than the defaults at seeds 0 and 4. Needs causal-learn."""
 
     params = (RATIO_NODES, list(RATIO_VARIANTS))
     param_names = ["n_nodes", "variant"]

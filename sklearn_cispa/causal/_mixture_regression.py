@@ -350,6 +350,25 @@ def _sym_maps(d):
     return col.ravel(), col[np.arange(d), np.arange(d)]
 
 
+try:  # numpy.linalg.solve's own kernel, without its per-call checks (numpy >= 1.26)
+    from numpy.linalg import _umath_linalg as _LINALG_KERNELS
+except ImportError:  # pragma: no cover - a numpy without the private module
+    _LINALG_KERNELS = None
+
+
+def _solve(A, b):
+    """``numpy.linalg.solve(A, b)`` for stacked float64 ``A`` ``(s, d, d)`` and ``b``
+    ``(s, d, 1)``: the same LAPACK kernel called directly (the wrapper's checks cost
+    more than a small solve). A non-finite result (a singular or non-finite system) is
+    recomputed by ``numpy.linalg.solve`` itself, which raises or returns as before."""
+    if _LINALG_KERNELS is not None:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore", under="ignore"):
+            x = _LINALG_KERNELS.solve(A, b, signature="dd->d")
+        if np.isfinite(x).all():
+            return x
+    return np.linalg.solve(A, b)
+
+
 def _m_step(R, W, active, tri, var_floor):
     """The M-step of :func:`_em_loop` for every run of the batch.
 
@@ -382,7 +401,7 @@ def _m_step(R, W, active, tri, var_floor):
     b = S[:, n_tri : n_tri + d]
     Gr = Gf.copy()
     Gr[:, :: d + 1] += (1e-10 * scale + 1e-300)[:, None]  # the relative ridge
-    B = np.linalg.solve(Gr.reshape(m * K, d, d), b[:, :, None])[:, :, 0]
+    B = _solve(Gr.reshape(m * K, d, d), b[:, :, None])[:, :, 0]
     # b^T G b as a stacked product and a row sum: einsum's summation order depends on
     # the batch's shape (numpy 2.4 with three operands), and a run's arithmetic must
     # not depend on the other runs of its batch
@@ -393,6 +412,9 @@ def _m_step(R, W, active, tri, var_floor):
     return B.reshape(m, K, d), s2.reshape(m, K), pi, active
 
 
+E_BLOCK = 1 << 15  # entries of the (runs, k, n) arrays per block of the E-step's passes
+
+
 def _e_step(theta, ZY):
     """The E-step of :func:`_em_loop`: responsibilities ``(m, k, n)`` and the
     log-likelihood of every run at ``theta = (B, s2, pi, active)``.
@@ -400,28 +422,40 @@ def _e_step(theta, ZY):
     ``log pi_c + log N(y; mean_c, s2_c)`` is one product of the scaled coefficients
     ``[b, -1] / sqrt(2 s2)`` with ``[Z^T; y]``, squared, then normalised over the
     components: the only passes over the ``(m, k, n)`` arrays are the ones the
-    responsibilities need.
+    responsibilities need. The passes run over blocks of runs of about ``E_BLOCK``
+    entries, so that a block stays in cache from the first pass to the last; every
+    pass is elementwise or a reduction over the components of one run and row, so the
+    blocks change no bit of the result.
     """
     B, s2, pi, active = theta
     m, K, d = B.shape
-    log_pi = np.where(active, np.log(np.where(active, pi, 1.0)), -np.inf)
+    n = ZY.shape[2]
+    log_pi = np.log(pi)  # -inf where dropped: their weight is exactly 0
     Ba = np.empty((m, K, d + 1))
     Ba[:, :, :d] = B
     Ba[:, :, d] = -1.0  # [B, -1] @ [Z^T; y] is the residual
     Ba *= np.sqrt(0.5 / s2)[:, :, None]
-    logp = np.matmul(Ba, ZY)
-    logp *= logp
-    np.subtract((log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, :, None], logp, out=logp)
-    mx = logp.max(axis=1)
-    logp -= mx[:, None, :]
-    # exp is ten times slower where it underflows (below about -708; most entries of
-    # a component far from a row): floor at -700, whose exp (1e-304) adds nothing to a
-    # sum that is at least 1, and leaves a dropped component's weight negligible
-    np.maximum(logp, EXP_FLOOR, out=logp)
-    R = np.exp(logp, out=logp)
-    tot = R.sum(axis=1)
-    R /= tot[:, None, :]
-    return R, (mx + np.log(tot)).sum(axis=1)
+    const = (log_pi - 0.5 * (_LOG_2PI + np.log(s2)))[:, :, None]
+    R = np.empty((m, K, n))
+    ll = np.empty(m)
+    step = max(1, E_BLOCK // (K * n))
+    for s in range(0, m, step):
+        e = min(s + step, m)
+        logp = np.matmul(Ba[s:e], ZY[s:e], out=R[s:e])
+        logp *= logp
+        np.subtract(const[s:e], logp, out=logp)
+        mx = logp.max(axis=1)
+        logp -= mx[:, None, :]
+        # exp is ten times slower where it underflows (below about -708; most entries
+        # of a component far from a row): floor at -700, whose exp (1e-304) adds
+        # nothing to a sum that is at least 1, and leaves a dropped component's weight
+        # negligible
+        np.maximum(logp, EXP_FLOOR, out=logp)
+        np.exp(logp, out=logp)
+        tot = logp.sum(axis=1)
+        logp /= tot[:, None, :]
+        ll[s:e] = (mx + np.log(tot)).sum(axis=1)
+    return R, ll
 
 
 SQUAREM_STEP_START = 1.0  # largest extrapolation step of a run's first cycle
@@ -469,6 +503,33 @@ def _extrapolate(theta0, theta1, theta2, step_max):
 
 def _take(theta, idx):
     return tuple(t[idx] for t in theta)
+
+
+def _compaction(done):
+    """The runs that stay in the batch when the runs ``done`` leave it, in their new
+    order: the first ``len(stay)`` slots keep their runs, except that each slot of a run
+    that leaves takes one of the staying runs from the slots beyond. Only the runs that
+    move are copied (:func:`_compact`); the batch's order changes, which no run's
+    arithmetic depends on (every product and reduction is one run's own)."""
+    stay = np.flatnonzero(~done)
+    keep = len(stay)
+    holes = np.flatnonzero(done[:keep])
+    if len(holes):
+        order = np.arange(keep)
+        order[holes] = stay[stay >= keep]
+        return order
+    return stay
+
+
+def _compact(A, done, order):
+    """``A[order]`` for :func:`_compaction`'s ``order``, in place: the moved runs are
+    copied into the slots of runs that left, and the first ``len(order)`` slots are
+    returned as a view (``A`` is the loop's own buffer)."""
+    keep = len(order)
+    holes = np.flatnonzero(done[:keep])
+    if len(holes):
+        A[holes] = A[order[holes]]
+    return A[:keep]
 
 
 def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, init_iter=None):
@@ -548,13 +609,13 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, in
                     "pi": pi[i, a],
                     "n_iter": n_iter,
                 }
-            stay = np.flatnonzero(~done)
+            stay = _compaction(done)
             if not len(stay):
                 break
             runs, ll_old, step_max = runs[stay], ll_old[stay], step_max[stay]
             if init_iter is not None:
                 group = group[stay]
-            R, W, ZY = R[stay], W[stay], ZY[stay]
+            R, W, ZY = _compact(R, done, stay), _compact(W, done, stay), _compact(ZY, done, stay)
             theta = _take(theta, stay)
             hist = [_take(h, stay) for h in hist]
         theta = _m_step(R, W, theta[3], tri, var_floor)

@@ -12,8 +12,12 @@ from sklearn_cispa.causal import CausalMixtureDiscoverer
 from sklearn_cispa.causal._causal_mixture import _mixing_evidence, _ScoreCache
 from sklearn_cispa.causal._mixture_regression import (
     VAR_FLOOR,
+    _compact,
+    _compaction,
+    _e_step,
     _em_many,
     _scale_columns,
+    _solve,
     _starts,
     fit_mixture_bic_many,
     with_intercept,
@@ -63,6 +67,64 @@ def test_batched_em_runs_equal_runs_fitted_alone(seed):
         for part, k, run in zip(starts, n_comp, runs):
             ((alone,),) = _em_many([(Z, y, [part], [k])], 200, VAR_FLOOR)
             _assert_same_run(run, alone)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compaction_moves_only_the_runs_it_must(seed):
+    """:func:`_compaction` keeps exactly the runs not done, the first slots in place
+    (only runs from beyond the new end move into the slots of runs that left), and
+    :func:`_compact` in place gives ``A[order]``."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 12))
+    done = rng.random(m) < 0.4
+    A = rng.normal(size=(m, 3, 5))
+    order = _compaction(done)
+    assert sorted(order.tolist()) == np.flatnonzero(~done).tolist()
+    keep = len(order)
+    stay_in_place = np.flatnonzero(~done[:keep])
+    np.testing.assert_array_equal(order[stay_in_place], stay_in_place)
+    expected = A[order]
+    np.testing.assert_array_equal(_compact(A.copy(), done, order), expected)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 5])
+def test_e_step_blocks_change_no_bit(K, monkeypatch):
+    """The E-step's passes over blocks of runs (``E_BLOCK`` entries) give bitwise the
+    responsibilities and log-likelihoods of one pass over the whole batch, a dropped
+    component included, whatever the block size."""
+    import sklearn_cispa.causal._mixture_regression as mr
+
+    rng = np.random.default_rng(K)
+    m, n, d = 13, 200, 3
+    B = 0.5 * rng.normal(size=(m, K, d))
+    s2 = rng.uniform(0.2, 1.0, size=(m, K))
+    pi = rng.dirichlet(np.ones(K), size=m)
+    active = np.ones((m, K), dtype=bool)
+    if K > 1:
+        active[0, 0], pi[0, 0], s2[0, 0] = False, 0.0, 1.0
+        pi[0] /= pi[0].sum()
+    ZY = rng.normal(size=(m, d + 1, n))
+    theta = (B, s2, pi, active)
+    with np.errstate(divide="ignore"):
+        monkeypatch.setattr(mr, "E_BLOCK", m * K * n)  # one block
+        R1, ll1 = _e_step(theta, ZY)
+        for block in (1, K * n, 3 * K * n + 7):
+            monkeypatch.setattr(mr, "E_BLOCK", block)
+            R2, ll2 = _e_step(theta, ZY)
+            assert R2.tobytes() == R1.tobytes()
+            assert ll2.tobytes() == ll1.tobytes()
+
+
+def test_solve_is_numpy_solve():
+    """:func:`_solve` (numpy's LAPACK kernel called directly) gives bitwise
+    ``numpy.linalg.solve``, and raises as it does on a singular system."""
+    rng = np.random.default_rng(0)
+    for s, d in [(1, 1), (6, 3), (40, 6)]:
+        A = rng.normal(size=(s, d, d)) + 2.0 * np.eye(d)
+        b = rng.normal(size=(s, d, 1))
+        assert _solve(A, b).tobytes() == np.linalg.solve(A, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError):
+        _solve(np.zeros((2, 2, 2)), np.ones((2, 2, 1)))
 
 
 def test_known_fits_give_the_fits_of_refitting():
