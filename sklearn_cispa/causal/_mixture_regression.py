@@ -350,10 +350,22 @@ def _sym_maps(d):
     return col.ravel(), col[np.arange(d), np.arange(d)]
 
 
-try:  # numpy.linalg.solve's own kernel, without its per-call checks (numpy >= 1.26)
-    from numpy.linalg import _umath_linalg as _LINALG_KERNELS
-except ImportError:  # pragma: no cover - a numpy without the private module
-    _LINALG_KERNELS = None
+def _linalg_kernels():
+    """numpy.linalg.solve's own kernel module (private, numpy >= 1.26), or None where it
+    is missing or its ``solve`` does not take this call: then :func:`_solve` is
+    ``numpy.linalg.solve``."""
+    try:
+        from numpy.linalg import _umath_linalg as kernels
+
+        x = kernels.solve(np.eye(2)[None], np.ones((1, 2, 1)), signature="dd->d")
+        if not np.array_equal(x, np.ones((1, 2, 1))):
+            return None
+    except Exception:  # pragma: no cover - a numpy whose private module differs
+        return None
+    return kernels
+
+
+_LINALG_KERNELS = _linalg_kernels()
 
 
 def _solve(A, b):

@@ -127,6 +127,25 @@ def test_solve_is_numpy_solve():
         _solve(np.zeros((2, 2, 2)), np.ones((2, 2, 1)))
 
 
+def test_solve_falls_back_without_the_private_kernel(monkeypatch):
+    """Where numpy's private kernel module is missing or differs, :func:`_solve` is
+    ``numpy.linalg.solve`` (the fast path is optional)."""
+    from sklearn_cispa.causal import _mixture_regression as mr
+
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(5, 3, 3)) + 2.0 * np.eye(3)
+    b = rng.normal(size=(5, 3, 1))
+    monkeypatch.setattr(mr, "_LINALG_KERNELS", None)
+    assert _solve(A, b).tobytes() == np.linalg.solve(A, b).tobytes()
+    with pytest.raises(np.linalg.LinAlgError):
+        _solve(np.zeros((2, 2, 2)), np.ones((2, 2, 1)))
+    import numpy.linalg
+
+    monkeypatch.delattr(numpy.linalg, "_umath_linalg", raising=False)
+    monkeypatch.setitem(__import__("sys").modules, "numpy.linalg._umath_linalg", None)
+    assert mr._linalg_kernels() is None
+
+
 def test_known_fits_give_the_fits_of_refitting():
     """``known`` per-k fits (from an earlier sweep of the same problem, as
     :func:`_mixing_evidence` takes them from the search) give bitwise the result of
