@@ -564,9 +564,12 @@ def loop_ablation(
     family words (``class_families[c]``) rather than to any word sharing character
     bigrams with it; the documents are :func:`family_documents`, a goal's class keyword
     in about ``keyword_rate`` of its documents and one of its class's family words in
-    about ``family_rate`` (None: 0.15) of them; the other defaults are the class
+    about ``family_rate`` (None: 0.4) of them; the other defaults are the class
     target's. Its reference model's documents hold the keyword and each family word as
-    often as any colour word.
+    often as any colour word. The setting chosen for it on seeds 0-39 also takes
+    ``generator_config={"n_layer": 2, "n_embd": 64, "n_head": 2}``,
+    ``generator_steps=600``, ``orpo_epochs=2`` and ``eval_candidates=128`` (given
+    explicitly; the user guide has the tuning and held-out figures).
 
     ``embedder``: how the LBO arms' :class:`LatentBOSuffixSearch` embeds candidates:
     "generator" (the default: the mean final hidden state of each candidate under the
@@ -603,7 +606,7 @@ def loop_ablation(
     if orpo_epochs is None:
         orpo_epochs = 8 if classy else 2
     if family_rate is None:
-        family_rate = 0.15
+        family_rate = 0.4  # chosen on seeds 0-39 (user guide)
     objective_name = objective
     if embedder not in ("generator", "tfidf"):
         raise ValueError(f"embedder must be 'generator' or 'tfidf', got {embedder!r}")
