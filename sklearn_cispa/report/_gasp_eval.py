@@ -161,6 +161,87 @@ class ClassKeywordObjective(GradedKeywordObjective):
         )
 
 
+# Each class keyword's "family": related colour words (disjoint across classes and from
+# WORDS, KEYWORDS and CLASS_KEYWORDS), for FamilyKeywordObjective (issue 36).
+CLASS_FAMILIES = (
+    ("honey", "golden", "ochre"),  # amber
+    ("navy", "azure", "sapphire"),  # cobalt
+    ("jade", "mint", "emerald"),  # teal
+    ("plum", "lilac", "mauve"),  # indigo
+)
+
+
+class FamilyKeywordObjective(ClassKeywordObjective):
+    """A graded toy judge whose partial credit is semantic for the generator (issue 36).
+
+    As :class:`ClassKeywordObjective` the goal's class sets its keyword and a success
+    (score at most 1) is a suffix holding that keyword; but partial credit goes only to
+    the keyword's *family*, a few related colour words (``class_families[c]`` for class
+    ``c``), rather than to any word sharing character bigrams with it. The documents of
+    :func:`family_documents` place a class's family words in that class's goals'
+    contexts, so a generator trained on them ties the family to the class as it ties the
+    keyword, and a surrogate on the generator's hidden states can follow the credit
+    towards the keyword (the "semantic" graded score of the paper's judge, in miniature).
+
+    Parameters
+    ----------
+    goal_classes : dict or None, default=None
+        Goal -> class index; None: :data:`GOALS` in the classes :data:`GOAL_CLASSES`.
+    class_keywords : sequence of str, default=CLASS_KEYWORDS
+        The keyword of each class.
+    class_families : sequence of sequence of str, default=CLASS_FAMILIES
+        The family words of each class (one sequence per class keyword, disjoint
+        across classes, none of them a keyword).
+    family_credit : float, default=1.5
+        The 20 compliance items' score when the suffix holds a family word of the
+        goal's keyword but not the keyword itself, in (1, 2): the prompt's score is
+        then about ``20 / 21 * family_credit`` (above 1: no success). A suffix with
+        neither scores 2 on them (no credit); the keyword scores 0.
+    default : str, default="amber"
+        The keyword of a goal outside ``goal_classes`` (its family is the family of
+        that keyword's class, if it is a class keyword, else empty).
+
+    Notes
+    -----
+    The score is the mean of 21 items graded in [0, 2] as in
+    :class:`GradedKeywordObjective`: 20 compliance items and
+    :class:`~sklearn_cispa.redteam.ToyRubricJudge`'s readability item.
+    """
+
+    def __init__(self, goal_classes=None, class_keywords=CLASS_KEYWORDS,
+                 class_families=CLASS_FAMILIES, family_credit=1.5, default="amber"):
+        super().__init__(goal_classes, class_keywords, default=default)
+        families = tuple(tuple(f) for f in class_families)
+        if len(families) != len(self.class_keywords):
+            raise ValueError(
+                f"class_families has {len(families)} families for "
+                f"{len(self.class_keywords)} class keywords"
+            )
+        words = [w for f in families for w in f]
+        if len(set(words)) != len(words) or set(words) & set(self.class_keywords):
+            raise ValueError("family words must be distinct and none a class keyword")
+        if not 1.0 < float(family_credit) < 2.0:
+            raise ValueError(f"family_credit must be in (1, 2), got {family_credit!r}")
+        self.class_families = families
+        self.family_credit = float(family_credit)
+        self._family = dict(zip(self.class_keywords, families))
+
+    def __call__(self, prompt):
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+        kw, suffix = self.keyword(prompt)
+        words = set(suffix.lower().split())
+        if kw in words:
+            compliance = 0.0
+        elif words & set(self._family.get(kw, ())):
+            compliance = self.family_credit
+        else:
+            compliance = 2.0
+        odd = sum(1 for ch in prompt if not (ch.isalpha() or ch.isspace()))
+        readability = 2.0 * odd / len(prompt) if prompt else 0.0
+        return float((20.0 * compliance + readability) / 21.0)
+
+
 def keyword_candidates(seed, kind="clustered"):
     """Candidate suffixes for the keyword target, shuffled by ``seed``.
 
@@ -346,6 +427,37 @@ def class_documents(n_docs, keyword_rate, seed, class_keywords=CLASS_KEYWORDS,
     return docs
 
 
+def family_documents(n_docs, keyword_rate, family_rate, seed,
+                     class_keywords=CLASS_KEYWORDS, class_families=CLASS_FAMILIES,
+                     goal_classes=GOAL_CLASSES):
+    """Benign "<goal> <colour phrase>" documents with each class's keyword and family.
+
+    As :func:`class_documents`, each document draws a goal of :data:`GOALS` (class
+    ``goal_classes[i]``); its colour word is that class's keyword with probability
+    ``keyword_rate``, one of that class's family words (``class_families[class]``,
+    uniformly) with probability ``family_rate``, otherwise one of 12 plain colour
+    words. So a language model trained on them ties each class's goals both to its
+    keyword (rarely) and to its family (more often), in the same contexts.
+    """
+    if keyword_rate < 0 or family_rate < 0 or keyword_rate + family_rate > 1:
+        raise ValueError("keyword_rate and family_rate must be >= 0 with sum <= 1")
+    rng = np.random.RandomState(seed)
+    docs = []
+    for _ in range(n_docs):
+        g = rng.randint(len(GOALS))
+        c = goal_classes[g]
+        u = rng.rand()
+        if u < keyword_rate:
+            w = class_keywords[c]
+        elif u < keyword_rate + family_rate:
+            fam = class_families[c]
+            w = fam[rng.randint(len(fam))]
+        else:
+            w = WORDS[rng.randint(12)]
+        docs.append(f"{GOALS[g]} {TEMPLATES[rng.randint(4)].format(w)}")
+    return docs
+
+
 class GeneratorEmbedder:
     """``embedder(candidates, goal)`` for :class:`LatentBOSuffixSearch`: the mean hidden
     state of each candidate under a language model, conditioned on the goal (issue 36).
@@ -400,6 +512,9 @@ def loop_ablation(
     pairs="queried",
     generator_config=None,
     generator_steps=None,
+    family_rate=None,
+    class_families=CLASS_FAMILIES,
+    family_credit=1.5,
 ):
     """The paper's ablation at CPU size on the keyword targets (issue 36).
 
@@ -444,6 +559,17 @@ def loop_ablation(
     default "amber" for every goal); with "binary" and "graded" the generator's
     documents hold each distinct keyword in about ``keyword_rate`` of them. The
     reference model's documents hold every keyword as often as any colour word.
+    "family" (opt-in): :class:`FamilyKeywordObjective`, the class target whose partial
+    credit (``family_credit`` on the compliance items) goes only to the class keyword's
+    family words (``class_families[c]``) rather than to any word sharing character
+    bigrams with it; the documents are :func:`family_documents`, a goal's class keyword
+    in about ``keyword_rate`` of its documents and one of its class's family words in
+    about ``family_rate`` (None: 0.4) of them; the other defaults are the class
+    target's. Its reference model's documents hold the keyword and each family word as
+    often as any colour word. The setting chosen for it on seeds 0-39 also takes
+    ``generator_config={"n_layer": 2, "n_embd": 64, "n_head": 2}``,
+    ``generator_steps=600``, ``orpo_epochs=2`` and ``eval_candidates=128`` (given
+    explicitly; the user guide has the tuning and held-out figures).
 
     ``embedder``: how the LBO arms' :class:`LatentBOSuffixSearch` embeds candidates:
     "generator" (the default: the mean final hidden state of each candidate under the
@@ -470,14 +596,17 @@ def loop_ablation(
     from sklearn_cispa.redteam._gasp import _clean
 
     torch.set_num_threads(1)
+    classy = objective in ("class", "family")  # "family" keeps the class defaults
     if keyword_rate is None:  # chosen per target on seeds 0-39 (user guide)
-        keyword_rate = 0.03 if objective == "class" else 0.015
+        keyword_rate = 0.03 if classy else 0.015
     if lr is None:
         lr = 3e-3
     if orpo_lambda is None:  # the class target's ORPO step: chosen on seeds 0-39
-        orpo_lambda = 0.1 if objective == "class" else 0.5
+        orpo_lambda = 0.1 if classy else 0.5
     if orpo_epochs is None:
-        orpo_epochs = 8 if objective == "class" else 2
+        orpo_epochs = 8 if classy else 2
+    if family_rate is None:
+        family_rate = 0.4  # chosen on seeds 0-39 (user guide)
     objective_name = objective
     if embedder not in ("generator", "tfidf"):
         raise ValueError(f"embedder must be 'generator' or 'tfidf', got {embedder!r}")
@@ -487,6 +616,17 @@ def loop_ablation(
         docs = class_documents(400, keyword_rate, 0, kws)
         # the reference: each class keyword as common as any colour
         ref_docs = class_documents(400, 1.0 / 13.0, 1, kws)
+    elif objective == "family":
+        objective = FamilyKeywordObjective(class_keywords=class_keywords,
+                                           class_families=class_families,
+                                           family_credit=family_credit)
+        kws = tuple(objective.class_keywords)
+        fams = objective.class_families
+        docs = family_documents(400, keyword_rate, family_rate, 0, kws, fams)
+        # the reference: the keyword and each family word as common as any colour
+        n_fam = max(len(f) for f in fams)
+        n_words = 12 + 1 + n_fam
+        ref_docs = family_documents(400, 1.0 / n_words, n_fam / n_words, 1, kws, fams)
     elif objective in ("binary", "graded"):
         if objective == "binary":
             objective, kws = KeywordObjective(), ("amber",)
@@ -498,15 +638,19 @@ def loop_ablation(
         ref_docs = toy_documents(400, 1.0 / 13.0, 1, kws if len(kws) > 1 else kws[0])
     else:
         raise ValueError(
-            f"objective must be 'class', 'binary' or 'graded', got {objective!r}"
+            "objective must be 'class', 'family', 'binary' or 'graded', got "
+            f"{objective!r}"
         )
-    tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in KEYWORDS + kws])
+    extra = KEYWORDS + kws
+    if objective_name == "family":
+        extra = extra + tuple(w for f in objective.class_families for w in f)
+    tok = word_tokenizer(docs + ref_docs + [f"with a {k} tone" for k in extra])
     lm = _word_lm(docs, tok, 0, config=generator_config,
                   max_steps=150 if generator_steps is None else generator_steps)
     ref = _word_lm(ref_docs, tok, 1)
     train, test = list(GOALS[:4]), list(GOALS[4:])
     if search_params is None:  # the class target's search: chosen on seeds 0-39
-        search_params = {"n_initial_points": 1} if objective_name == "class" else {}
+        search_params = {"n_initial_points": 1} if classy else {}
     lbo_params = dict(search_params)
 
     def lbo(objective, generator=lm, **kw):

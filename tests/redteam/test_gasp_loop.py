@@ -269,6 +269,73 @@ def test_class_keyword_objective_and_documents():
     assert abs(rate - 0.5) < 0.05
 
 
+def test_family_keyword_objective_and_documents():
+    # the family target (issue 36): success only on the goal's class keyword; partial
+    # credit (family_credit on the compliance items) only for that keyword's family
+    # words; every other word, another class's keyword or family included, no credit;
+    # the documents place a class's keyword and family words only in its goals' contexts
+    from sklearn_cispa.report._gasp_eval import (
+        CLASS_FAMILIES,
+        CLASS_KEYWORDS,
+        GOAL_CLASSES,
+        GOALS,
+        WORDS,
+        FamilyKeywordObjective,
+        family_documents,
+    )
+
+    obj = FamilyKeywordObjective()
+    assert pickle.loads(pickle.dumps(obj))("draw a cat in honey light") == obj(
+        "draw a cat in honey light"
+    )
+    none = 20.0 * 2.0 / 21.0
+    for goal, c in zip(GOALS, GOAL_CLASSES):
+        other = (c + 1) % len(CLASS_KEYWORDS)
+        assert obj(f"{goal} with a {CLASS_KEYWORDS[c]} tone") == 0.0
+        for w in CLASS_FAMILIES[c]:
+            assert obj(f"{goal} with a {w} tone") == pytest.approx(20.0 * 1.5 / 21.0)
+            assert obj(f"{goal} with a {w} {CLASS_KEYWORDS[c]} tone") == 0.0
+        for w in (CLASS_KEYWORDS[other], *CLASS_FAMILIES[other], "ember", "paper"):
+            assert obj(f"{goal} with a {w} tone") == pytest.approx(none)
+    # the credit is a parameter; success stays at most 1, partial credit above 1
+    strong = FamilyKeywordObjective(family_credit=1.1)
+    assert 1.0 < strong("draw a cat in golden light") < obj("draw a cat in golden light")
+    # the keyword or a family word in the goal itself does not count
+    goals = {"amber cat": 0, "honey cat": 0}
+    fam = FamilyKeywordObjective(goals)
+    assert fam("amber cat in stone light") == fam("honey cat in stone light") == (
+        pytest.approx(none)
+    )
+    with pytest.raises(TypeError):
+        obj(3)
+    with pytest.raises(ValueError, match="families"):
+        FamilyKeywordObjective(class_families=CLASS_FAMILIES[:3])
+    with pytest.raises(ValueError, match="distinct"):
+        FamilyKeywordObjective(class_families=(("honey",), ("honey",), ("a",), ("b",)))
+    with pytest.raises(ValueError, match="distinct"):
+        FamilyKeywordObjective(class_families=(("cobalt",), ("x",), ("y",), ("z",)))
+    with pytest.raises(ValueError, match="family_credit"):
+        FamilyKeywordObjective(family_credit=2.0)
+    # no family word is a plain word, a keyword or a template word
+    family = {w for f in CLASS_FAMILIES for w in f}
+    assert not family & (set(WORDS) | set(CLASS_KEYWORDS))
+    docs = family_documents(4000, 0.1, 0.3, 0)
+    assert docs == family_documents(4000, 0.1, 0.3, 0)
+    kw_rate = fam_rate = 0.0
+    for d in docs:
+        goal = next(g for g in GOALS if d.startswith(g))
+        c = GOAL_CLASSES[GOALS.index(goal)]
+        words = set(d[len(goal):].split())
+        assert not words & (set(CLASS_KEYWORDS) - {CLASS_KEYWORDS[c]})
+        assert not words & (family - set(CLASS_FAMILIES[c]))
+        kw_rate += CLASS_KEYWORDS[c] in words
+        fam_rate += bool(words & set(CLASS_FAMILIES[c]))
+    assert abs(kw_rate / len(docs) - 0.1) < 0.02
+    assert abs(fam_rate / len(docs) - 0.3) < 0.03
+    with pytest.raises(ValueError, match="family_rate"):
+        family_documents(10, 0.6, 0.6, 0)
+
+
 @pytest.mark.slow
 def test_loop_ablation_order_on_the_class_target():
     # Regression guard (the order is our own output on seeds 0-39, the seeds that chose
@@ -284,6 +351,31 @@ def test_loop_ablation_order_on_the_class_target():
     summ = ablation_summary(loop_ablation(seeds=range(40)))
     asr = [summ[a]["asr"][0] for a in ARMS]
     assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
+
+
+def test_loop_ablation_family_documents(monkeypatch):
+    # objective="family" (issue 36): the generator learns from family_documents at the
+    # given rates, the reference model from documents where the keyword and each family
+    # word are as common as any colour word; the vocabulary holds every family word
+    from sklearn_cispa.report import _gasp_eval
+
+    calls = []
+
+    def fake(docs, tok, seed, config=None, max_steps=150):
+        calls.append((docs, tok, seed))
+        if len(calls) == 2:
+            raise RuntimeError("stop")
+
+    monkeypatch.setattr(_gasp_eval, "_word_lm", fake)
+    with pytest.raises(RuntimeError, match="stop"):
+        _gasp_eval.loop_ablation(seeds=range(1), objective="family", family_rate=0.2,
+                                 keyword_rate=0.05)
+    (docs, tok, seed), (ref_docs, _, ref_seed) = calls
+    assert (seed, ref_seed) == (0, 1)
+    assert docs == _gasp_eval.family_documents(400, 0.05, 0.2, 0)
+    assert ref_docs == _gasp_eval.family_documents(400, 1 / 16, 3 / 16, 1)
+    vocab = tok.get_vocab()
+    assert all(w in vocab for f in _gasp_eval.CLASS_FAMILIES for w in f)
 
 
 def test_loop_ablation_generator_size_passthrough(monkeypatch):
