@@ -24,7 +24,11 @@ seconds on a quiet 2-core machine:
   scale-out (two workers get no more CPU than one process at that load); serial and
   Dask fits (16 paragraphs, 4 references, 5 steps) gave identical statistics. Rerun
   2026-12-06 with ``track_speedup`` (Dask) at load average 0.5 rising to 2.0 (nothing
-  else running at the start): 1.76x.
+  else running at the start): 1.76x. Rerun 2026-12-07, the whole class with
+  ``asv run --quick --python=same -e -b ScaleOut`` at load average 0.3 (nothing else
+  running), after that session's exact EM speed-ups of the causal mixture: loky / Dask
+  1.77x / 1.65x (causal_mixture), 1.82x / 1.87x (reference_fits), 2.09x / 1.72x
+  (mmi_members), 1.68x / 1.85x (lira_lm_references).
 
 Backends: ``loky`` with ``n_jobs=2``, and ``dask``: ``joblib.parallel_config("dask")``
 on a 2-worker ``distributed.LocalCluster`` (one thread per worker process, set up for
