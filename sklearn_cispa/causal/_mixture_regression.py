@@ -519,29 +519,28 @@ def _take(theta, idx):
 
 def _compaction(done):
     """The runs that stay in the batch when the runs ``done`` leave it, in their new
-    order: the first ``len(stay)`` slots keep their runs, except that each slot of a run
-    that leaves takes one of the staying runs from the slots beyond. Only the runs that
-    move are copied (:func:`_compact`); the batch's order changes, which no run's
-    arithmetic depends on (every product and reduction is one run's own)."""
+    order, and the slots that change run: the first ``len(order)`` slots keep their
+    runs, except that each slot of a run that leaves (``holes``) takes one of the
+    staying runs from the slots beyond. Only the runs that move are copied
+    (:func:`_compact`); the batch's order changes, which no run's arithmetic depends on
+    (every product and reduction is one run's own). Returns ``(order, holes)``."""
     stay = np.flatnonzero(~done)
     keep = len(stay)
     holes = np.flatnonzero(done[:keep])
     if len(holes):
         order = np.arange(keep)
         order[holes] = stay[stay >= keep]
-        return order
-    return stay
+        return order, holes
+    return stay, holes
 
 
-def _compact(A, done, order):
-    """``A[order]`` for :func:`_compaction`'s ``order``, in place: the moved runs are
-    copied into the slots of runs that left, and the first ``len(order)`` slots are
-    returned as a view (``A`` is the loop's own buffer)."""
-    keep = len(order)
-    holes = np.flatnonzero(done[:keep])
+def _compact(A, order, holes):
+    """``A[order]`` for :func:`_compaction`'s ``(order, holes)``, in place: the moved
+    runs are copied into the slots of runs that left, and the first ``len(order)``
+    slots are returned as a view (``A`` is the loop's own buffer)."""
     if len(holes):
         A[holes] = A[order[holes]]
-    return A[:keep]
+    return A[: len(order)]
 
 
 def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, init_iter=None):
@@ -621,13 +620,13 @@ def _em_loop(W, ZY, R, max_iter, var_floor, tri, accelerate=True, group=None, in
                     "pi": pi[i, a],
                     "n_iter": n_iter,
                 }
-            stay = _compaction(done)
+            stay, holes = _compaction(done)
             if not len(stay):
                 break
             runs, ll_old, step_max = runs[stay], ll_old[stay], step_max[stay]
             if init_iter is not None:
                 group = group[stay]
-            R, W, ZY = _compact(R, done, stay), _compact(W, done, stay), _compact(ZY, done, stay)
+            R, W, ZY = (_compact(A, stay, holes) for A in (R, W, ZY))
             theta = _take(theta, stay)
             hist = [_take(h, stay) for h in hist]
         theta = _m_step(R, W, theta[3], tri, var_floor)
