@@ -353,24 +353,34 @@ def test_loop_ablation_order_on_the_class_target():
     assert asr[0] > asr[1] > asr[2] > asr[3], dict(zip(ARMS, asr))
 
 
+def _record_word_lms(monkeypatch):
+    """Replace ``_gasp_eval._word_lm`` by a recorder of its calls ``(docs, tokenizer,
+    seed, config, max_steps)`` that stops ``loop_ablation`` once the generator and the
+    reference model are asked for (with RuntimeError("stop")); returns the list."""
+    from sklearn_cispa.report import _gasp_eval
+
+    calls = []
+
+    def fake(docs, tok, seed, config=None, max_steps=150):
+        calls.append((docs, tok, seed, config, max_steps))
+        if len(calls) == 2:
+            raise RuntimeError("stop")
+
+    monkeypatch.setattr(_gasp_eval, "_word_lm", fake)
+    return calls
+
+
 def test_loop_ablation_family_documents(monkeypatch):
     # objective="family" (issue 36): the generator learns from family_documents at the
     # given rates, the reference model from documents where the keyword and each family
     # word are as common as any colour word; the vocabulary holds every family word
     from sklearn_cispa.report import _gasp_eval
 
-    calls = []
-
-    def fake(docs, tok, seed, config=None, max_steps=150):
-        calls.append((docs, tok, seed))
-        if len(calls) == 2:
-            raise RuntimeError("stop")
-
-    monkeypatch.setattr(_gasp_eval, "_word_lm", fake)
+    calls = _record_word_lms(monkeypatch)
     with pytest.raises(RuntimeError, match="stop"):
         _gasp_eval.loop_ablation(seeds=range(1), objective="family", family_rate=0.2,
                                  keyword_rate=0.05)
-    (docs, tok, seed), (ref_docs, _, ref_seed) = calls
+    (docs, tok, seed, _, _), (ref_docs, _, ref_seed, _, _) = calls
     assert (seed, ref_seed) == (0, 1)
     assert docs == _gasp_eval.family_documents(400, 0.05, 0.2, 0)
     assert ref_docs == _gasp_eval.family_documents(400, 1 / 16, 3 / 16, 1)
@@ -384,22 +394,15 @@ def test_loop_ablation_generator_size_passthrough(monkeypatch):
     # honours both
     from sklearn_cispa.report import _gasp_eval
 
-    calls = []
-
-    def fake(docs, tok, seed, config=None, max_steps=150):
-        calls.append((seed, config, max_steps))
-        if len(calls) == 2:
-            raise RuntimeError("stop")
-
-    monkeypatch.setattr(_gasp_eval, "_word_lm", fake)
+    calls = _record_word_lms(monkeypatch)
     cfg = {"n_layer": 2, "n_embd": 64, "n_head": 2}
     with pytest.raises(RuntimeError, match="stop"):
         _gasp_eval.loop_ablation(seeds=range(1), generator_config=cfg, generator_steps=7)
-    assert calls == [(0, cfg, 7), (1, None, 150)]
+    assert [c[2:] for c in calls] == [(0, cfg, 7), (1, None, 150)]
     calls.clear()
     with pytest.raises(RuntimeError, match="stop"):
         _gasp_eval.loop_ablation(seeds=range(1))
-    assert calls == [(0, None, 150), (1, None, 150)]
+    assert [c[2:] for c in calls] == [(0, None, 150), (1, None, 150)]
     monkeypatch.undo()
 
     docs = _gasp_eval.class_documents(20, 0.1, 0)
